@@ -1,0 +1,150 @@
+// Package invoke runs delegated plugins (IPAM) the way a runtime would: found
+// in CNI_PATH, with the caller's environment and the same configuration.
+package invoke
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"cnisuite/pkg/skel"
+	"cnisuite/pkg/types"
+)
+
+// Find returns the path of the plugin named pluginType in the directories
+// of cniPath: the first regular file of that name.
+func Find(pluginType, cniPath string) (string, error) {
+	if pluginType == "" {
+		return "", types.Errorf(types.ErrInvalidConfig, "type: no plugin name given")
+	}
+	if strings.ContainsRune(pluginType, os.PathSeparator) || pluginType == "." || pluginType == ".." {
+		return "", types.Errorf(types.ErrInvalidConfig, "type %q: a plugin name must not be a path", pluginType)
+	}
+	dirs := filepath.SplitList(cniPath)
+	for _, dir := range dirs {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, pluginType)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p, nil
+		}
+	}
+	return "", types.Errorf(types.ErrInvalidConfig, "type %q: plugin not found in CNI_PATH %q", pluginType, cniPath)
+}
+
+// DelegateAdd runs ADD on the delegate and decodes its result.
+func DelegateAdd(ctx context.Context, a *skel.CmdArgs, pluginType string, netconf []byte) (*types.Result, error) {
+	out, err := Delegate(ctx, a, "ADD", pluginType, netconf)
+	if err != nil {
+		return nil, err
+	}
+	var head struct {
+		CNIVersion string `json:"cniVersion"`
+	}
+	if err := types.Decode(netconf, &head); err != nil {
+		return nil, err
+	}
+	r, err := types.DecodeResult(out, head.CNIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("result of %s: %w", pluginType, err)
+	}
+	return r, nil
+}
+
+// DelegateCheck runs CHECK on the delegate.
+func DelegateCheck(ctx context.Context, a *skel.CmdArgs, pluginType string, netconf []byte) error {
+	_, err := Delegate(ctx, a, "CHECK", pluginType, netconf)
+	return err
+}
+
+// DelegateDel runs DEL on the delegate.
+func DelegateDel(ctx context.Context, a *skel.CmdArgs, pluginType string, netconf []byte) error {
+	_, err := Delegate(ctx, a, "DEL", pluginType, netconf)
+	return err
+}
+
+// DelegateGC runs GC on the delegate.
+func DelegateGC(ctx context.Context, a *skel.CmdArgs, pluginType string, netconf []byte) error {
+	_, err := Delegate(ctx, a, "GC", pluginType, netconf)
+	return err
+}
+
+// DelegateStatus runs STATUS on the delegate.
+func DelegateStatus(ctx context.Context, a *skel.CmdArgs, pluginType string, netconf []byte) error {
+	_, err := Delegate(ctx, a, "STATUS", pluginType, netconf)
+	return err
+}
+
+// Delegate runs command on the plugin pluginType with the caller's
+// environment (CNI_COMMAND replaced) and netconf on stdin, and returns its
+// stdout. The delegate's stderr goes to the caller's. A delegate's error
+// object comes back as a *types.Error, so its code passes through.
+func Delegate(ctx context.Context, a *skel.CmdArgs, command, pluginType string, netconf []byte) ([]byte, error) {
+	path, err := Find(pluginType, a.Path)
+	if err != nil {
+		return nil, err
+	}
+	env := withCommand(a.Env, command)
+	var out []byte
+	for attempt := 0; ; attempt++ {
+		out, err = run(ctx, path, env, netconf, a)
+		if err == nil || !errors.Is(err, errTextBusy) || attempt >= 4 {
+			break
+		}
+		select { // the binary is being replaced under us: wait and retry
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return out, err
+}
+
+var errTextBusy = errors.New("text file busy")
+
+func run(ctx context.Context, path string, env []string, stdin []byte, a *skel.CmdArgs) ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, path)
+	cmd.Env = env
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	runErr := cmd.Run()
+	if a.Stderr != nil && stderr.Len() > 0 {
+		// Best effort: a broken stderr must not fail the delegation.
+		_, _ = a.Stderr.Write(stderr.Bytes())
+	}
+	if runErr == nil {
+		return stdout.Bytes(), nil
+	}
+	if strings.Contains(runErr.Error(), "text file busy") {
+		return nil, fmt.Errorf("%s: %w", path, errTextBusy)
+	}
+	if stdout.Len() > 0 {
+		if e, err := types.DecodeError(stdout.Bytes()); err == nil {
+			return nil, e
+		}
+	}
+	msg := strings.TrimSpace(stderr.String())
+	if msg == "" {
+		msg = runErr.Error()
+	}
+	return nil, fmt.Errorf("delegated plugin %s failed: %s", filepath.Base(path), msg)
+}
+
+func withCommand(env []string, command string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "CNI_COMMAND=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "CNI_COMMAND="+command)
+}

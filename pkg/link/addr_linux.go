@@ -1,0 +1,73 @@
+package link
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// ErrAddressConflict is returned when an interface already has a different
+// address in the way of the one to add.
+var ErrAddressConflict = errors.New("interface already has a different address")
+
+// EnsureAddr puts addr on l, tolerating a concurrent adder (EEXIST). An equal
+// address is kept. A conflicting one — any other IPv4 address, or an IPv6
+// address of an overlapping subnet — is replaced when force is set, else it
+// is an error wrapping ErrAddressConflict. IPv6 link-local addresses never
+// conflict.
+//
+// Equivalent to: ip addr add $addr dev $l [after ip addr del $old dev $l]
+func EnsureAddr(h *netlink.Handle, l netlink.Link, addr *net.IPNet, force bool) error {
+	name := l.Attrs().Name
+	family := Family(addr.IP)
+	have, err := h.AddrList(l, family)
+	if err != nil {
+		return fmt.Errorf("listing addresses of %q: %w", name, err)
+	}
+	for _, a := range have {
+		if a.IP.Equal(addr.IP) && maskEqual(a.Mask, addr.Mask) {
+			return nil
+		}
+		if !conflicts(a.IPNet, addr) {
+			continue
+		}
+		if !force {
+			return fmt.Errorf("%q already has an IP address different from %v (it has %v): %w",
+				name, addr, a.IPNet, ErrAddressConflict)
+		}
+		if err := h.AddrDel(l, &a); err != nil && !IsNotFound(err) {
+			return fmt.Errorf("removing address %v from %q: %w", a.IPNet, name, err)
+		}
+	}
+	if err := h.AddrAdd(l, &netlink.Addr{IPNet: addr}); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("adding address %v to %q: %w", addr, name, err)
+	}
+	return nil
+}
+
+func conflicts(have, want *net.IPNet) bool {
+	if have.IP.To4() != nil {
+		return true
+	}
+	if have.IP.IsLinkLocalUnicast() {
+		return false
+	}
+	return have.Contains(want.IP) || want.Contains(have.IP)
+}
+
+func maskEqual(a, b net.IPMask) bool {
+	oa, ba := a.Size()
+	ob, bb := b.Size()
+	return oa == ob && ba == bb
+}
+
+// Family returns the netlink address family of ip.
+func Family(ip net.IP) int {
+	if ip.To4() != nil {
+		return netlink.FAMILY_V4
+	}
+	return netlink.FAMILY_V6
+}

@@ -1,0 +1,10 @@
+// Package link programs the host and container side of a bridged attachment
+// over netlink: the bridge itself, veth pairs, bridge-port flags and VLANs,
+// addresses and routes, and the configuration of a container interface from a
+// CNI result. Each helper names its iproute2 equivalent.
+//
+// Helpers take a *netlink.Handle so that the caller decides which network
+// namespace they act in; a nil handle means the namespace of the calling
+// thread. Functions that read or write sysctls of a namespace other than the
+// caller's must run inside it (see pkg/ns).
+package link

@@ -1,0 +1,65 @@
+package link
+
+import "sort"
+
+// VlanEntry is one VLAN of a bridge port, as `bridge vlan add` takes it.
+type VlanEntry struct {
+	VID      uint16
+	PVID     bool // the port's native VLAN: untagged ingress frames join it
+	Untagged bool // egress frames of this VLAN leave without a tag
+}
+
+// VlanPlan is what a bridge port's VLAN table should become.
+type VlanPlan struct {
+	// Flush removes every VLAN the port already has (such as the default
+	// VLAN 1) before Entries are added.
+	Flush   bool
+	Entries []VlanEntry
+}
+
+// Empty reports whether the plan changes nothing.
+func (p VlanPlan) Empty() bool { return !p.Flush && len(p.Entries) == 0 }
+
+// PlanPortVlans computes the VLAN table of a container's bridge port.
+//
+//   - access (1..4094) becomes the port's native VLAN: PVID and untagged.
+//   - each trunk ID is carried tagged; a trunk without an access VLAN gets
+//     VLAN 1 as its native VLAN, as the reference plugin does.
+//   - unless preserveDefault, the port's existing VLANs are flushed first, so
+//     that the default VLAN 1 does not leak traffic between tenants.
+//
+// With neither access nor trunk the plan is empty. trunk need not be sorted
+// or free of duplicates, and an ID equal to access is carried untagged only.
+func PlanPortVlans(access int, trunk []int, preserveDefault bool) VlanPlan {
+	if access == 0 && len(trunk) == 0 {
+		return VlanPlan{}
+	}
+	plan := VlanPlan{Flush: !preserveDefault}
+	native := access
+	if native == 0 {
+		native = 1
+	}
+	plan.Entries = append(plan.Entries, VlanEntry{VID: uint16(native), PVID: true, Untagged: true})
+	for _, id := range SortedVlanIDs(trunk) {
+		if id == native {
+			continue
+		}
+		plan.Entries = append(plan.Entries, VlanEntry{VID: uint16(id)})
+	}
+	return plan
+}
+
+// SortedVlanIDs returns ids sorted and without duplicates.
+func SortedVlanIDs(ids []int) []int {
+	out := append([]int(nil), ids...)
+	sort.Ints(out)
+	n := 0
+	for i, id := range out {
+		if i > 0 && id == out[n-1] {
+			continue
+		}
+		out[n] = id
+		n++
+	}
+	return out[:n]
+}

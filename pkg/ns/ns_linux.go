@@ -1,0 +1,124 @@
+// Package ns opens network namespaces by path and runs code inside them on
+// a locked OS thread.
+package ns
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Errors returned by Open.
+var (
+	ErrNotExist = errors.New("network namespace does not exist")
+	ErrNotNetNS = errors.New("path is not a network namespace")
+)
+
+// NetNS is an open network namespace.
+type NetNS struct {
+	file *os.File
+	path string
+}
+
+// Open opens the network namespace at path: an nsfs bind mount or a
+// /proc/<pid>/ns/net link. A missing path wraps ErrNotExist, anything
+// else that is not a namespace wraps ErrNotNetNS.
+func Open(path string) (*NetNS, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, fmt.Errorf("%w: %s", ErrNotExist, path)
+		}
+		return nil, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	if st.Type != unix.NSFS_MAGIC && st.Type != unix.PROC_SUPER_MAGIC {
+		return nil, fmt.Errorf("%w: %s", ErrNotNetNS, path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s", ErrNotExist, path)
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return &NetNS{file: f, path: path}, nil
+}
+
+// Current opens the network namespace of the calling thread.
+func Current() (*NetNS, error) {
+	return Open(threadNSPath())
+}
+
+func threadNSPath() string {
+	return fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
+}
+
+// Path returns the path the namespace was opened from.
+func (n *NetNS) Path() string { return n.path }
+
+// Fd returns the namespace's file descriptor.
+func (n *NetNS) Fd() uintptr { return n.file.Fd() }
+
+// Close releases the namespace handle.
+func (n *NetNS) Close() error { return n.file.Close() }
+
+// Do runs fn with the calling goroutine's work moved into n: on a fresh
+// goroutine locked to its OS thread, which enters n, runs fn and returns to
+// the original namespace. A thread that cannot return stays locked, so the
+// runtime discards it instead of reusing it in the wrong namespace.
+func (n *NetNS) Do(fn func() error) error {
+	var wg sync.WaitGroup
+	var err error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		err = n.doLocked(fn)
+	}()
+	wg.Wait()
+	return err
+}
+
+func (n *NetNS) doLocked(fn func() error) error {
+	runtime.LockOSThread()
+	origin, err := os.Open(threadNSPath())
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("open own network namespace: %w", err)
+	}
+	defer origin.Close()
+	if err := unix.Setns(int(n.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("enter network namespace %s: %w", n.path, err)
+	}
+	fnErr := fn()
+	if err := unix.Setns(int(origin.Fd()), unix.CLONE_NEWNET); err != nil {
+		// Leave the thread locked: it dies with this goroutine.
+		return errors.Join(fnErr, fmt.Errorf("return from network namespace %s: %w", n.path, err))
+	}
+	runtime.UnlockOSThread()
+	return fnErr
+}
+
+// Do opens the namespace at path, runs fn inside it and closes it.
+func Do(path string, fn func() error) error {
+	n, err := Open(path)
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	return n.Do(fn)
+}
+
+// IsOwn reports whether path names the network namespace the process runs
+// in. A path that cannot be read is not the own namespace.
+func IsOwn(path string) bool {
+	var a, b unix.Stat_t
+	if unix.Stat(path, &a) != nil || unix.Stat("/proc/self/ns/net", &b) != nil {
+		return false
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino
+}

@@ -1,0 +1,153 @@
+package types
+
+import (
+	"encoding/json"
+	"net"
+
+	"cnisuite/pkg/version"
+)
+
+// DecodeResult reads a result written at any supported version. A result
+// without cniVersion is read at fallbackVersion.
+func DecodeResult(data []byte, fallbackVersion string) (*Result, error) {
+	var head struct {
+		CNIVersion string `json:"cniVersion"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, Errorf(ErrDecoding, "decoding result: %w", err)
+	}
+	v := head.CNIVersion
+	if v == "" {
+		v = fallbackVersion
+	}
+	fam, err := version.FamilyOf(v)
+	if err != nil {
+		return nil, Errorf(ErrIncompatibleVersion, "result: %w", err)
+	}
+	var r *Result
+	switch fam {
+	case version.Family100:
+		r, err = decode100(data)
+	case version.Family040:
+		r, err = decode040(data)
+	default:
+		r, err = decode020(data)
+	}
+	if err != nil {
+		return nil, Errorf(ErrDecoding, "decoding result at version %s: %w", v, err)
+	}
+	r.CNIVersion = v
+	return r, nil
+}
+
+// Encode writes r at the given version, indented as plugins print it.
+func (r *Result) Encode(v string) ([]byte, error) {
+	if err := r.Expressible(v); err != nil {
+		return nil, err
+	}
+	fam, _ := version.FamilyOf(v)
+	var w any
+	switch fam {
+	case version.Family100:
+		w = encode100(r, v)
+	case version.Family040:
+		w = encode040(r, v)
+	default:
+		w = encode020(r, v)
+	}
+	return json.MarshalIndent(w, "", "    ")
+}
+
+// Expressible reports whether r can be written at version v without losing
+// addresses. Plugins call it on the result they are about to build before
+// they change anything.
+func (r *Result) Expressible(v string) error {
+	fam, err := version.FamilyOf(v)
+	if err != nil {
+		return Errorf(ErrIncompatibleVersion, "%w", err)
+	}
+	if fam != version.Family020 {
+		return nil
+	}
+	return Expressible020(r.IPs)
+}
+
+// Expressible020 reports whether a set of addresses fits a 0.1.0/0.2.0
+// result: at least one address and at most one per family.
+func Expressible020(ips []*IPConfig) error {
+	if len(ips) == 0 {
+		return Errorf(ErrIncompatibleVersion,
+			"a result at cniVersion 0.1.0/0.2.0 needs an IP address and this one has none; use cniVersion 0.3.0 or newer")
+	}
+	count := map[int]int{}
+	for _, ip := range ips {
+		count[family(ip.Address.IP)]++
+	}
+	for fam, n := range count {
+		if n > 1 {
+			return Errorf(ErrIncompatibleVersion,
+				"a result at cniVersion 0.1.0/0.2.0 holds one IPv%d address and this one has %d; use cniVersion 0.3.0 or newer", fam, n)
+		}
+	}
+	return nil
+}
+
+// ---- 1.0.0 and 1.1.0 ----
+
+type iface100 struct {
+	Name       string `json:"name"`
+	Mac        string `json:"mac,omitempty"`
+	Mtu        int    `json:"mtu,omitempty"`
+	Sandbox    string `json:"sandbox,omitempty"`
+	SocketPath string `json:"socketPath,omitempty"`
+	PciID      string `json:"pciID,omitempty"`
+}
+
+type ip100 struct {
+	Interface *int   `json:"interface,omitempty"`
+	Address   IPNet  `json:"address"`
+	Gateway   net.IP `json:"gateway,omitempty"`
+}
+
+type result100 struct {
+	CNIVersion string      `json:"cniVersion"`
+	Interfaces []*iface100 `json:"interfaces,omitempty"`
+	IPs        []*ip100    `json:"ips,omitempty"`
+	Routes     []*Route    `json:"routes,omitempty"`
+	DNS        *DNS        `json:"dns,omitempty"`
+}
+
+func encode100(r *Result, v string) *result100 {
+	w := &result100{CNIVersion: v, Routes: r.Routes}
+	for _, i := range r.Interfaces {
+		c := iface100(*i)
+		w.Interfaces = append(w.Interfaces, &c)
+	}
+	for _, ip := range r.IPs {
+		w.IPs = append(w.IPs, &ip100{ip.Interface, IPNet(ip.Address), ip.Gateway})
+	}
+	if !r.DNS.IsEmpty() {
+		d := r.DNS
+		w.DNS = &d
+	}
+	return w
+}
+
+func decode100(data []byte) (*Result, error) {
+	var w result100
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, err
+	}
+	r := &Result{Routes: w.Routes}
+	for _, i := range w.Interfaces {
+		c := Interface(*i)
+		r.Interfaces = append(r.Interfaces, &c)
+	}
+	for _, ip := range w.IPs {
+		r.IPs = append(r.IPs, &IPConfig{ip.Interface, net.IPNet(ip.Address), ip.Gateway})
+	}
+	if w.DNS != nil {
+		r.DNS = *w.DNS
+	}
+	return r, nil
+}
