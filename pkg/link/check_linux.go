@@ -1,0 +1,100 @@
+package link
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+
+	"cnisuite/pkg/types"
+)
+
+// ErrMissing is wrapped by verification errors: something a result lists is
+// not on the system.
+var ErrMissing = errors.New("missing")
+
+// VerifyIface checks, inside the interface's namespace, that ifname has every
+// address res assigns to it, with a route to its subnet, and that every route
+// of res exists.
+//
+// Equivalent to: ip addr show dev $ifname; ip route show
+func VerifyIface(ifname string, res *types.Result) error {
+	l, err := netlink.LinkByName(ifname)
+	if err != nil {
+		return fmt.Errorf("interface %q: %w", ifname, joinMissing(err))
+	}
+	ips, err := ipsOf(ifname, res)
+	if err != nil {
+		return err
+	}
+	gws := map[int]net.IP{}
+	for _, ip := range ips {
+		if err := verifyAddr(l, ip); err != nil {
+			return err
+		}
+		if fam := Family(ip.Address.IP); ip.Gateway != nil && gws[fam] == nil {
+			gws[fam] = ip.Gateway
+		}
+	}
+	for _, r := range res.Routes {
+		if err := verifyRoute(l, RouteFor(l.Attrs().Index, r, gws)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func joinMissing(err error) error {
+	if IsNotFound(err) {
+		return fmt.Errorf("%w: %w", ErrMissing, err)
+	}
+	return err
+}
+
+func verifyAddr(l netlink.Link, ip *types.IPConfig) error {
+	name := l.Attrs().Name
+	addrs, err := netlink.AddrList(l, Family(ip.Address.IP))
+	if err != nil {
+		return fmt.Errorf("listing addresses of %q: %w", name, err)
+	}
+	found := false
+	for _, a := range addrs {
+		found = found || (a.IP.Equal(ip.Address.IP) && maskEqual(a.Mask, ip.Address.Mask))
+	}
+	if !found {
+		return fmt.Errorf("address %v on %q: %w", &ip.Address, name, ErrMissing)
+	}
+	subnet := &net.IPNet{IP: ip.Address.IP.Mask(ip.Address.Mask), Mask: ip.Address.Mask}
+	routes, err := netlink.RouteListFiltered(Family(ip.Address.IP),
+		&netlink.Route{LinkIndex: l.Attrs().Index, Dst: subnet}, netlink.RT_FILTER_OIF|netlink.RT_FILTER_DST)
+	if err != nil {
+		return fmt.Errorf("listing routes of %q: %w", name, err)
+	}
+	if len(routes) == 0 {
+		return fmt.Errorf("route to %v on %q: %w", subnet, name, ErrMissing)
+	}
+	return nil
+}
+
+func verifyRoute(l netlink.Link, want *netlink.Route) error {
+	filter := &netlink.Route{Dst: want.Dst, Gw: want.Gw, Table: want.Table}
+	mask := netlink.RT_FILTER_DST
+	if want.Gw != nil {
+		mask |= netlink.RT_FILTER_GW
+	}
+	if want.Table != 0 {
+		mask |= netlink.RT_FILTER_TABLE
+	}
+	if ones, _ := want.Dst.Mask.Size(); ones == 0 {
+		filter.Dst = nil // the kernel reports default routes without a destination
+	}
+	routes, err := netlink.RouteListFiltered(Family(want.Dst.IP), filter, mask)
+	if err != nil {
+		return fmt.Errorf("listing routes of %q: %w", l.Attrs().Name, err)
+	}
+	if len(routes) == 0 {
+		return fmt.Errorf("route to %v via %v: %w", want.Dst, want.Gw, ErrMissing)
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package link
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/types"
+)
+
+// ErrDADFailed is returned when IPv6 duplicate address detection fails.
+var ErrDADFailed = errors.New("IPv6 duplicate address detection failed")
+
+// ConfigureOptions tune ConfigureIface.
+type ConfigureOptions struct {
+	// DAD keeps IPv6 duplicate address detection (enhanced DAD) on, waits for
+	// it and fails when it fails. Off, addresses are usable at once.
+	DAD bool
+	// DADTimeout bounds the wait for DAD; 0 means 5 s.
+	DADTimeout time.Duration
+	// ArpNotify announces the interface's addresses with gratuitous ARP when
+	// it comes up (arp_notify=1).
+	ArpNotify bool
+}
+
+// ConfigureIface gives the interface ifname the addresses and routes of res
+// that belong to it, and sets it up. It must run inside the interface's
+// namespace, on a locked thread (see pkg/ns). Every address must name
+// ifname through its interface index.
+//
+// Equivalent to: sysctl ...; ip addr add $ip dev $ifname [nodad]; ip link set
+// $ifname up; ip route append $dst [via $gw] dev $ifname [metric] [table] [mtu] [advmss]
+func ConfigureIface(ctx context.Context, ifname string, res *types.Result, o ConfigureOptions) error {
+	l, err := netlink.LinkByName(ifname)
+	if err != nil {
+		return fmt.Errorf("looking up %q: %w", ifname, err)
+	}
+	ips, err := ipsOf(ifname, res)
+	if err != nil {
+		return err
+	}
+	hasV6 := false
+	for _, ip := range ips {
+		hasV6 = hasV6 || ip.Address.IP.To4() == nil
+	}
+	if err := prepareSysctls(ifname, hasV6, o); err != nil {
+		return err
+	}
+	gws, err := addAddrs(l, ips, o.DAD)
+	if err != nil {
+		return err
+	}
+	if err := netlink.LinkSetUp(l); err != nil {
+		return fmt.Errorf("setting %q up: %w", ifname, err)
+	}
+	if hasV6 && o.DAD {
+		if err := waitDAD(ctx, l, o.DADTimeout); err != nil {
+			return err
+		}
+	}
+	return addRoutes(l, res.Routes, gws)
+}
+
+// ipsOf returns the addresses of res that belong to ifname.
+func ipsOf(ifname string, res *types.Result) ([]*types.IPConfig, error) {
+	var out []*types.IPConfig
+	for _, ip := range res.IPs {
+		if ip.Interface == nil {
+			continue
+		}
+		i := *ip.Interface
+		if i < 0 || i >= len(res.Interfaces) {
+			return nil, fmt.Errorf("address %v: invalid interface index %d", &ip.Address, i)
+		}
+		if res.Interfaces[i].Name == ifname {
+			out = append(out, ip)
+		}
+	}
+	return out, nil
+}
+
+func prepareSysctls(ifname string, hasV6 bool, o ConfigureOptions) error {
+	conf := "net/ipv6/conf/" + ifname + "/"
+	var sets [][2]string
+	if hasV6 {
+		sets = append(sets, [2]string{"net/ipv6/conf/lo/disable_ipv6", "0"},
+			[2]string{conf + "disable_ipv6", "0"}, [2]string{conf + "keep_addr_on_down", "1"})
+	}
+	if o.DAD {
+		sets = append(sets, [2]string{conf + "enhanced_dad", "1"}, [2]string{conf + "accept_dad", "1"})
+	} else {
+		sets = append(sets, [2]string{conf + "accept_dad", "0"})
+	}
+	if o.ArpNotify {
+		sets = append(sets, [2]string{"net/ipv4/conf/" + ifname + "/arp_notify", "1"})
+	}
+	for _, kv := range sets {
+		if err := setUnlessEqual(kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addAddrs adds the addresses and returns the first gateway of each family,
+// indexed by netlink family.
+func addAddrs(l netlink.Link, ips []*types.IPConfig, dad bool) (map[int]net.IP, error) {
+	gws := map[int]net.IP{}
+	for _, ip := range ips {
+		addr := &netlink.Addr{IPNet: &net.IPNet{IP: ip.Address.IP, Mask: ip.Address.Mask}}
+		fam := Family(ip.Address.IP)
+		if fam == netlink.FAMILY_V6 && !dad {
+			addr.Flags = unix.IFA_F_NODAD
+		}
+		if err := netlink.AddrAdd(l, addr); err != nil && !errors.Is(err, unix.EEXIST) {
+			return nil, fmt.Errorf("adding address %v to %q: %w", addr.IPNet, l.Attrs().Name, err)
+		}
+		if ip.Gateway != nil && gws[fam] == nil {
+			gws[fam] = ip.Gateway
+		}
+	}
+	return gws, nil
+}
+
+func addRoutes(l netlink.Link, routes []*types.Route, gws map[int]net.IP) error {
+	for _, r := range routes {
+		nr := RouteFor(l.Attrs().Index, r, gws)
+		if err := netlink.RouteAppend(nr); err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("adding route %v via %v to %q: %w", &r.Dst, nr.Gw, l.Attrs().Name, err)
+		}
+	}
+	return nil
+}
+
+// RouteFor turns a result route into a netlink route on link index; a route
+// without a gateway uses the gateway of its family from gws, if any.
+func RouteFor(index int, r *types.Route, gws map[int]net.IP) *netlink.Route {
+	dst := r.Dst
+	nr := &netlink.Route{LinkIndex: index, Dst: &dst, Gw: r.GW, Priority: r.Priority, MTU: r.MTU, AdvMSS: r.AdvMSS}
+	if nr.Gw == nil {
+		nr.Gw = gws[Family(r.Dst.IP)]
+	}
+	if r.Table != nil {
+		nr.Table = *r.Table
+	}
+	if r.Scope != nil {
+		nr.Scope = netlink.Scope(*r.Scope)
+	}
+	return nr
+}
+
+// waitDAD waits until no IPv6 address of l is tentative; it fails when DAD
+// fails. It wakes on address notifications.
+func waitDAD(ctx context.Context, l netlink.Link, timeout time.Duration) error {
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	updates := make(chan netlink.AddrUpdate, 64)
+	done := make(chan struct{})
+	defer func() {
+		close(done)
+		go func() {
+			for range updates {
+			}
+		}()
+	}()
+	if err := netlink.AddrSubscribeWithOptions(updates, done, netlink.AddrSubscribeOptions{}); err != nil {
+		return fmt.Errorf("subscribing to address updates: %w", err)
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	wake := (<-chan netlink.AddrUpdate)(updates)
+	for {
+		tentative, err := dadPending(l)
+		if err != nil || !tentative {
+			return err
+		}
+		select {
+		case _, ok := <-wake:
+			if !ok {
+				return fmt.Errorf("waiting for DAD on %q: address subscription closed", l.Attrs().Name)
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for DAD on %q: %w", l.Attrs().Name, ctx.Err())
+		case <-timer.C:
+			return fmt.Errorf("%q: addresses still tentative after %v: %w", l.Attrs().Name, timeout, ErrDADFailed)
+		}
+	}
+}
+
+func dadPending(l netlink.Link) (bool, error) {
+	addrs, err := netlink.AddrList(l, netlink.FAMILY_V6)
+	if err != nil {
+		return false, fmt.Errorf("listing addresses of %q: %w", l.Attrs().Name, err)
+	}
+	pending := false
+	for _, a := range addrs {
+		if a.Flags&unix.IFA_F_DADFAILED != 0 {
+			return false, fmt.Errorf("%q: address %v: %w", l.Attrs().Name, a.IPNet, ErrDADFailed)
+		}
+		if a.Flags&unix.IFA_F_TENTATIVE != 0 && !a.IP.IsLinkLocalUnicast() {
+			pending = true
+		}
+	}
+	return pending, nil
+}
