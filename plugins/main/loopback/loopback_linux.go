@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+
+	"cnisuite/pkg/ns"
+	"cnisuite/pkg/skel"
+	"cnisuite/pkg/types"
+)
+
+const loName = "lo"
+
+func parseConfig(a *skel.CmdArgs) (*types.NetConf, error) {
+	var conf types.NetConf
+	if err := types.Decode(a.StdinData, &conf); err != nil {
+		return nil, err
+	}
+	if _, err := types.ParseArgs(a.Args); err != nil {
+		return nil, err
+	}
+	return &conf, nil
+}
+
+// cmdAdd brings lo up and reports it with its addresses.
+// Equivalent to: ip netns exec $CNI_NETNS ip link set lo up
+func cmdAdd(_ context.Context, a *skel.CmdArgs) (*types.Result, error) {
+	conf, err := parseConfig(a)
+	if err != nil {
+		return nil, err
+	}
+	prev, err := conf.PrevResult()
+	if err != nil {
+		return nil, err
+	}
+	var addrs []netlink.Addr
+	err = ns.Do(a.Netns, func() error {
+		lo, err := netlink.LinkByName(loName)
+		if err != nil {
+			return fmt.Errorf("find %s: %w", loName, err)
+		}
+		if err := netlink.LinkSetUp(lo); err != nil {
+			return fmt.Errorf("set %s up: %w", loName, err)
+		}
+		addrs, err = netlink.AddrList(lo, netlink.FAMILY_ALL)
+		return err
+	})
+	if err != nil {
+		return nil, netnsError(a.Netns, err)
+	}
+	if prev != nil {
+		// Chained after another plugin: pass its result through.
+		return prev, nil
+	}
+	return loopbackResult(a.Netns, addrs), nil
+}
+
+func loopbackResult(sandbox string, addrs []netlink.Addr) *types.Result {
+	r := &types.Result{Interfaces: []*types.Interface{{Name: loName, Mac: "00:00:00:00:00:00", Sandbox: sandbox}}}
+	for _, want := range []string{"127.0.0.1/8", "::1/128"} {
+		w, _ := types.ParseCIDR(want)
+		for _, a := range addrs {
+			if a.IPNet.IP.Equal(w.IP) {
+				r.IPs = append(r.IPs, &types.IPConfig{Interface: types.Int(0), Address: *w})
+			}
+		}
+	}
+	return r
+}
+
+// cmdCheck verifies that lo is up.
+func cmdCheck(_ context.Context, a *skel.CmdArgs) error {
+	if _, err := parseConfig(a); err != nil {
+		return err
+	}
+	err := ns.Do(a.Netns, func() error {
+		lo, err := netlink.LinkByName(loName)
+		if err != nil {
+			return fmt.Errorf("find %s: %w", loName, err)
+		}
+		if lo.Attrs().Flags&net.FlagUp == 0 {
+			return fmt.Errorf("%s in %s is down", loName, a.Netns)
+		}
+		return nil
+	})
+	return netnsError(a.Netns, err)
+}
+
+// cmdDel sets lo down; a namespace that is gone already is success.
+func cmdDel(_ context.Context, a *skel.CmdArgs) error {
+	if _, err := parseConfig(a); err != nil {
+		return err
+	}
+	if a.Netns == "" {
+		return nil
+	}
+	err := ns.Do(a.Netns, func() error {
+		lo, err := netlink.LinkByName(loName)
+		if err != nil {
+			return fmt.Errorf("find %s: %w", loName, err)
+		}
+		return netlink.LinkSetDown(lo)
+	})
+	if errors.Is(err, ns.ErrNotExist) {
+		return nil
+	}
+	return netnsError(a.Netns, err)
+}
+
+// cmdGC has nothing to collect: loopback keeps no state outside the
+// container's namespace, which the runtime removes.
+func cmdGC(_ context.Context, a *skel.CmdArgs) error {
+	_, err := parseConfig(a)
+	return err
+}
+
+// cmdStatus is always ready: bringing lo up needs nothing from the node.
+func cmdStatus(_ context.Context, a *skel.CmdArgs) error {
+	_, err := parseConfig(a)
+	return err
+}
+
+// netnsError marks a namespace that cannot be opened as a bad CNI_NETNS.
+func netnsError(path string, err error) error {
+	if errors.Is(err, ns.ErrNotExist) || errors.Is(err, ns.ErrNotNetNS) {
+		return types.Errorf(types.ErrInvalidEnv, "CNI_NETNS %q: %w", path, err)
+	}
+	return err
+}

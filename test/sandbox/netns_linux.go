@@ -1,0 +1,81 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/ns"
+)
+
+// NewNS creates a fresh network namespace, bind-mounted on a file in a
+// temporary directory, and removes it when the test ends. Its loopback is
+// left down, as a runtime leaves it.
+func NewNS(t testing.TB) *ns.NetNS {
+	t.Helper()
+	Require(t)
+	path := filepath.Join(t.TempDir(), "netns")
+	if err := makeNS(path); err != nil {
+		t.Fatalf("creating network namespace: %v", err)
+	}
+	n, err := ns.Open(path)
+	if err != nil {
+		t.Fatalf("opening network namespace %s: %v", path, err)
+	}
+	t.Cleanup(func() {
+		n.Close()
+		if err := RemoveNS(path); err != nil {
+			t.Errorf("removing network namespace %s: %v", path, err)
+		}
+	})
+	return n
+}
+
+// RemoveNS unmounts and deletes a namespace made by NewNS; tests use it to
+// make a container's namespace disappear before DEL.
+func RemoveNS(path string) error {
+	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
+		return fmt.Errorf("unmount: %w", err)
+	}
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
+}
+
+// makeNS unshares a new network namespace on a locked thread, pins it with
+// a bind mount on path, and returns the thread to where it was.
+func makeNS(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		origin, err := ns.Current()
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer origin.Close()
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("unshare: %w", err)
+			return
+		}
+		self := fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
+		mountErr := unix.Mount(self, path, "none", unix.MS_BIND, "")
+		if err := unix.Setns(int(origin.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("return to origin: %w", err) // thread stays locked and dies
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- mountErr
+	}()
+	return <-errc
+}
