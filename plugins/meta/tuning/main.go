@@ -1,0 +1,18 @@
+// Command tuning is a chained CNI plugin: it writes sysctls and sets link
+// attributes (MAC, MTU, promisc, allmulti, txqueuelen) on the container
+// interface, and puts everything back on DEL.
+package main
+
+import "cnisuite/pkg/skel"
+
+func main() {
+	t := &tuner{allowList: DefaultAllowListPath, sysRoot: "/proc/sys"}
+	skel.Main(&skel.Plugin{
+		Name:   "tuning",
+		Add:    t.Add,
+		Check:  t.Check,
+		Del:    t.Del,
+		GC:     t.GC,
+		Status: t.Status,
+	})
+}

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"cnisuite/pkg/types"
+)
+
+// DefaultAllowListPath is the operator's allow-list of sysctl keys: one
+// regular expression a line, each matching a whole key.
+const DefaultAllowListPath = "/etc/cni/tuning/allowlist.conf"
+
+// ifnamePlaceholder is the key component replaced by CNI_IFNAME.
+const ifnamePlaceholder = "IFNAME"
+
+// Sysctl is one sysctl setting, its key as the user wrote it.
+type Sysctl struct {
+	Key   string
+	Value string
+}
+
+// Sysctls is the ordered content of a "sysctl" JSON object. Decoding refuses
+// duplicate keys and values that are not JSON strings, so that nothing is
+// silently dropped or coerced.
+type Sysctls []Sysctl
+
+// UnmarshalJSON reads a JSON object of string values, keeping the order of
+// its keys.
+func (s *Sysctls) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		*s = nil
+		return nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return types.Errorf(types.ErrInvalidConfig, "sysctl: want a JSON object of strings, got %s", jsonKind(tok))
+	}
+	out := Sysctls{}
+	seen := map[string]bool{}
+	for dec.More() {
+		item, err := decodeSysctl(dec)
+		if err != nil {
+			return err
+		}
+		if seen[item.Key] {
+			return types.Errorf(types.ErrInvalidConfig, "sysctl: key %q given twice: duplicated sysctl keys are not allowed", item.Key)
+		}
+		seen[item.Key] = true
+		out = append(out, item)
+	}
+	*s = out
+	return nil
+}
+
+// decodeSysctl reads one "key": "value" member of the object.
+func decodeSysctl(dec *json.Decoder) (Sysctl, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return Sysctl{}, err
+	}
+	key, _ := tok.(string) // object keys are always strings
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return Sysctl{}, err
+	}
+	var value string
+	if err := json.Unmarshal(raw, &value); err != nil {
+		return Sysctl{}, types.Errorf(types.ErrInvalidConfig,
+			"sysctl %q: value %s is not a JSON string (write it in quotes)", key, raw)
+	}
+	return Sysctl{Key: key, Value: value}, nil
+}
+
+// MarshalJSON writes the settings back as a JSON object, in order.
+func (s Sysctls) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, item := range s {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(item.Key)   // marshalling a string cannot fail
+		v, _ := json.Marshal(item.Value) // idem
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// Merge returns s with the settings of over added, a key of over replacing
+// the same key of s in place.
+func (s Sysctls) Merge(over Sysctls) Sysctls {
+	out := append(Sysctls{}, s...)
+	for _, o := range over {
+		replaced := false
+		for i := range out {
+			if out[i].Key == o.Key {
+				out[i].Value = o.Value
+				replaced = true
+			}
+		}
+		if !replaced {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func jsonKind(tok json.Token) string {
+	switch v := tok.(type) {
+	case json.Delim:
+		if v == '[' {
+			return "an array"
+		}
+		return "an object"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "null"
+}
+
+// SysctlPath turns a key into its path relative to /proc/sys, with
+// components separated by '/'. A key containing '/' is read with '/' as
+// separator (dots then belong to names, as in "net/ipv4/conf/eth0.100/
+// rp_filter"); otherwise every '.' separates. A component that is exactly
+// IFNAME becomes ifName. The result must lie under net/ and may not contain
+// "." or ".." components.
+func SysctlPath(key, ifName string) (string, error) {
+	if key == "" {
+		return "", types.Errorf(types.ErrInvalidConfig, "sysctl key %q: empty", key)
+	}
+	if strings.ContainsRune(key, 0) {
+		return "", types.Errorf(types.ErrInvalidConfig, "sysctl key %q: contains a NUL byte", key)
+	}
+	sep := "."
+	if strings.Contains(key, "/") {
+		sep = "/"
+	}
+	parts := strings.Split(strings.TrimPrefix(key, "/"), sep)
+	for i, p := range parts {
+		if p == ifnamePlaceholder {
+			parts[i] = ifName
+		}
+		switch parts[i] {
+		case "":
+			return "", types.Errorf(types.ErrInvalidConfig, "sysctl key %q: empty path component", key)
+		case ".", "..":
+			return "", types.Errorf(types.ErrInvalidConfig,
+				"sysctl key %q: path component %q would leave /proc/sys/net", key, parts[i])
+		}
+		if strings.Contains(parts[i], "/") {
+			return "", types.Errorf(types.ErrInvalidConfig,
+				"sysctl key %q: interface name %q contains '/'", key, ifName)
+		}
+	}
+	if len(parts) < 2 || parts[0] != "net" {
+		return "", types.Errorf(types.ErrInvalidConfig,
+			"sysctl key %q: invalid net sysctl key: only keys under /proc/sys/net are allowed", key)
+	}
+	return strings.Join(parts, "/"), nil
+}
+
+// ResolveSysctl checks that the file of rel under root (normally /proc/sys)
+// does not leave root/net through a symbolic link, and returns its path.
+// A file that does not exist is reported with fs.ErrNotExist.
+func ResolveSysctl(root, rel string) (string, error) {
+	base, err := filepath.EvalSymlinks(filepath.Join(root, "net"))
+	if err != nil {
+		return "", types.Errorf(types.ErrIO, "sysctl root %s: %w", root, err)
+	}
+	full := filepath.Join(root, filepath.FromSlash(rel))
+	real, err := filepath.EvalSymlinks(full)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("sysctl %s: %w", rel, err)
+	}
+	if err != nil {
+		return "", types.Errorf(types.ErrIO, "sysctl %s: %w", rel, err)
+	}
+	if !strings.HasPrefix(real, base+string(filepath.Separator)) {
+		return "", types.Errorf(types.ErrInvalidConfig,
+			"sysctl key %q: resolves to %s, outside %s", rel, real, filepath.Join(root, "net"))
+	}
+	return real, nil
+}
+
+// AllowList is the operator's list of permitted sysctl keys. A nil AllowList
+// (no file) permits every key under net.
+type AllowList struct {
+	path     string
+	patterns []*regexp.Regexp
+	sources  []string
+}
+
+// LoadAllowList reads the allow-list at path. A missing file gives nil and
+// no error. Empty lines and lines starting with '#' are skipped; every other
+// line is a regular expression that must match a whole key.
+func LoadAllowList(path string) (*AllowList, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, types.Errorf(types.ErrIO, "reading sysctl allow-list %s: %w", path, err)
+	}
+	al := &AllowList{path: path}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		re, err := regexp.Compile(`^(?:` + line + `)$`)
+		if err != nil {
+			return nil, types.Errorf(types.ErrInvalidConfig, "sysctl allow-list %s line %d: %w", path, n, err)
+		}
+		al.patterns = append(al.patterns, re)
+		al.sources = append(al.sources, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, types.Errorf(types.ErrIO, "reading sysctl allow-list %s: %w", path, err)
+	}
+	return al, nil
+}
+
+// Allows reports whether key, as written in the configuration, is permitted:
+// some line matches the whole key, or the whole of its dotted form when the
+// key is written with '/'.
+func (al *AllowList) Allows(key string) bool {
+	if al == nil {
+		return true
+	}
+	forms := []string{key}
+	if strings.Contains(key, "/") {
+		forms = append(forms, strings.ReplaceAll(strings.TrimPrefix(key, "/"), "/", "."))
+	}
+	for _, re := range al.patterns {
+		for _, f := range forms {
+			if re.MatchString(f) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Check returns an invalid-configuration error naming every key of s that
+// the list does not permit.
+func (al *AllowList) Check(s Sysctls) error {
+	var errs []error
+	for _, item := range s {
+		if !al.Allows(item.Key) {
+			errs = append(errs, types.Errorf(types.ErrInvalidConfig,
+				"sysctl %q is not allowed by %s (allowed: %s)", item.Key, al.path, strings.Join(al.sources, ", ")))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/ns"
+	"cnisuite/pkg/skel"
+	"cnisuite/pkg/sysctl"
+	"cnisuite/pkg/types"
+)
+
+// tuner runs the verbs. Its fields are the paths tests point elsewhere.
+type tuner struct {
+	// allowList is the operator's allow-list file.
+	allowList string
+	// sysRoot is /proc/sys as seen inside the container network namespace.
+	sysRoot string
+}
+
+// load reads and validates the configuration and its prevResult, which
+// ADD and CHECK require. ADD also enforces the allow-list.
+func (t *tuner) load(a *skel.CmdArgs) (*Config, *types.Result, error) {
+	c, err := Load(a.StdinData, a.Args)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.Validate(a.IfName); err != nil {
+		return nil, nil, err
+	}
+	if a.Command == "ADD" {
+		al, err := LoadAllowList(t.allowList)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := al.Check(c.Sysctl); err != nil {
+			return nil, nil, err
+		}
+	}
+	prev, err := c.PrevResult()
+	if err != nil {
+		return nil, nil, err
+	}
+	if prev == nil {
+		return nil, nil, types.Errorf(types.ErrInvalidConfig,
+			"prevResult: required prevResult missing: tuning is a chained plugin and must follow the plugin that creates %q", a.IfName)
+	}
+	return c, prev, nil
+}
+
+// Add writes the sysctls and sets the link attributes inside the container,
+// after saving what it is about to change, and returns prevResult with the
+// interface's new MAC and MTU.
+func (t *tuner) Add(_ context.Context, a *skel.CmdArgs) (*types.Result, error) {
+	c, prev, err := t.load(a)
+	if err != nil {
+		return nil, err
+	}
+	settings, err := c.Settings(a.IfName)
+	if err != nil {
+		return nil, err
+	}
+	var after linkAttrs
+	err = ns.Do(a.Netns, func() error {
+		var err error
+		after, err = t.apply(c, a, settings)
+		return err
+	})
+	if err != nil {
+		return nil, netnsError(a.Netns, err)
+	}
+	return resultFor(prev, a.IfName, c, after), nil
+}
+
+// netnsError gives a namespace that cannot be entered its CNI kind.
+func netnsError(path string, err error) error {
+	if errors.Is(err, ns.ErrNotExist) || errors.Is(err, ns.ErrNotNetNS) {
+		return types.Errorf(types.ErrInvalidEnv, "CNI_NETNS %q: %w", path, err)
+	}
+	return err
+}
+
+// apply runs inside the container namespace: it records the current
+// values, saves them, then changes them, undoing its changes on failure.
+func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs, error) {
+	link, before, err := readLink(a.IfName)
+	if err != nil {
+		return linkAttrs{}, types.Errorf(types.ErrInvalidEnv, "CNI_IFNAME: %w", err)
+	}
+	st := &State{Network: c.Name}
+	snapshotAttrs(st, c, before)
+	if st.Sysctl, err = t.readSysctls(settings); err != nil {
+		return linkAttrs{}, err
+	}
+	store := Store{Dir: c.DataDir}
+	fresh, err := saveState(store, a, st)
+	if err != nil {
+		return linkAttrs{}, err
+	}
+	var undo undoStack
+	err = t.writeSysctls(settings, st.Sysctl, &undo)
+	for _, ch := range attrChanges(c, before) {
+		if err != nil {
+			break
+		}
+		if err = ch.apply(link); err == nil {
+			undo.push(func() error { return ch.undo(link) })
+		}
+	}
+	if err != nil {
+		err = errors.Join(kernelError(err), undo.run())
+		if fresh {
+			err = errors.Join(err, store.Remove(a.ContainerID, a.IfName))
+		}
+		return linkAttrs{}, err
+	}
+	_, after, err := readLink(a.IfName)
+	return after, err
+}
+
+// saveState writes st, merged under the state of an earlier ADD of the
+// same attachment if there is one (it holds the true originals). It reports
+// whether the file is new.
+func saveState(store Store, a *skel.CmdArgs, st *State) (bool, error) {
+	old, err := store.Load(a.ContainerID, a.IfName)
+	if err != nil {
+		return false, err
+	}
+	if old != nil {
+		old.Merge(st)
+		st = old
+	}
+	return old == nil, store.Save(a.ContainerID, a.IfName, st)
+}
+
+// readSysctls returns the current value of every setting's sysctl, once
+// per path, checking that none leaves /proc/sys/net.
+func (t *tuner) readSysctls(settings []Setting) ([]Setting, error) {
+	fsys := sysctl.FS{Root: t.sysRoot}
+	var out []Setting
+	seen := map[string]bool{}
+	for _, s := range settings {
+		if seen[s.Path] {
+			continue
+		}
+		seen[s.Path] = true
+		if _, err := ResolveSysctl(t.sysRoot, s.Path); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, types.Errorf(types.ErrInvalidConfig, "sysctl %q: no such sysctl in the container network namespace", s.Path)
+			}
+			return nil, err
+		}
+		v, err := fsys.Get(s.Path)
+		if err != nil {
+			return nil, types.Errorf(types.ErrIO, "sysctl %q: %w", s.Path, err)
+		}
+		out = append(out, Setting{Path: s.Path, Value: v})
+	}
+	return out, nil
+}
+
+// writeSysctls writes the settings in order, pushing on undo the write of
+// each original value.
+func (t *tuner) writeSysctls(settings, originals []Setting, undo *undoStack) error {
+	fsys := sysctl.FS{Root: t.sysRoot}
+	orig := map[string]string{}
+	for _, o := range originals {
+		orig[o.Path] = o.Value
+	}
+	for _, s := range settings {
+		if err := fsys.Set(s.Path, s.Value); err != nil {
+			return fmt.Errorf("sysctl %q: %w", s.Path, err)
+		}
+		path, value := s.Path, orig[s.Path]
+		undo.push(func() error { return fsys.Set(path, value) })
+	}
+	return nil
+}
+
+// kernelError gives a kernel refusal its CNI kind: a value the kernel
+// rejects is an invalid configuration, anything else an I/O failure.
+func kernelError(err error) error {
+	if errors.Is(err, types.ErrInvalidConfig) || errors.Is(err, types.ErrIO) {
+		return err
+	}
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ERANGE) || errors.Is(err, unix.EADDRNOTAVAIL) {
+		return types.Errorf(types.ErrInvalidConfig, "%w", err)
+	}
+	return types.Errorf(types.ErrIO, "%w", err)
+}
+
+// resultFor returns prevResult with the container interface's MAC and MTU
+// as they are after ADD.
+func resultFor(prev *types.Result, ifName string, c *Config, after linkAttrs) *types.Result {
+	r := prev.Copy()
+	sandboxed := false
+	for _, i := range r.Interfaces {
+		sandboxed = sandboxed || (i.Name == ifName && i.Sandbox != "")
+	}
+	for _, i := range r.Interfaces {
+		if i.Name != ifName || (sandboxed && i.Sandbox == "") {
+			continue
+		}
+		if c.HardwareAddr() != nil {
+			i.Mac = after.MAC.String()
+		}
+		if c.MTU != 0 {
+			i.Mtu = after.MTU
+		}
+	}
+	return r
+}
+
+// undoStack holds the inverses of the steps done so far.
+type undoStack []func() error
+
+func (u *undoStack) push(f func() error) { *u = append(*u, f) }
+
+// run undoes every step, latest first, and returns every failure.
+func (u *undoStack) run() error {
+	var errs []error
+	for i := len(*u) - 1; i >= 0; i-- {
+		errs = append(errs, (*u)[i]())
+	}
+	*u = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("undoing tuning changes: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+
+	"cnisuite/pkg/ns"
+	"cnisuite/pkg/skel"
+	"cnisuite/pkg/sysctl"
+	"cnisuite/pkg/types"
+)
+
+// errDrift marks a CHECK that found a value other than the configured one.
+var errDrift = errors.New("tuning drift")
+
+// Check reads back every sysctl and link attribute inside the container
+// and fails, naming each one, when any differs from the configuration.
+func (t *tuner) Check(_ context.Context, a *skel.CmdArgs) error {
+	c, _, err := t.load(a)
+	if err != nil {
+		return err
+	}
+	settings, err := c.Settings(a.IfName)
+	if err != nil {
+		return err
+	}
+	err = ns.Do(a.Netns, func() error {
+		return errors.Join(t.checkSysctls(settings), checkAttrs(c, a.IfName))
+	})
+	return netnsError(a.Netns, err)
+}
+
+func (t *tuner) checkSysctls(settings []Setting) error {
+	fsys := sysctl.FS{Root: t.sysRoot}
+	var errs []error
+	for _, s := range settings {
+		if _, err := ResolveSysctl(t.sysRoot, s.Path); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		got, err := fsys.Get(s.Path)
+		if err != nil {
+			errs = append(errs, types.Errorf(types.ErrIO, "sysctl %q: %w", s.Path, err))
+			continue
+		}
+		// The kernel prints vectors tab-separated; compare the fields.
+		if strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(s.Value), " ") {
+			errs = append(errs, fmt.Errorf("%w: sysctl %q is %q, want %q", errDrift, s.Path, got, s.Value))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkAttrs(c *Config, ifName string) error {
+	_, got, err := readLink(ifName)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	drift := func(what string, got, want any) {
+		errs = append(errs, fmt.Errorf("%w: %s of %q is %v, want %v", errDrift, what, ifName, got, want))
+	}
+	// Hardware addresses compare as bytes, so the case of the config's
+	// spelling does not matter.
+	if mac := c.HardwareAddr(); mac != nil && !strings.EqualFold(got.MAC.String(), mac.String()) {
+		drift("mac", got.MAC, mac)
+	}
+	if c.MTU != 0 && got.MTU != c.MTU {
+		drift("mtu", got.MTU, c.MTU)
+	}
+	if c.Promisc != nil && got.Promisc != *c.Promisc {
+		drift("promisc", got.Promisc, *c.Promisc)
+	}
+	if c.Allmulti != nil && got.Allmulti != *c.Allmulti {
+		drift("allmulti", got.Allmulti, *c.Allmulti)
+	}
+	if c.TxQLen != nil && got.TxQLen != *c.TxQLen {
+		drift("txQLen", got.TxQLen, *c.TxQLen)
+	}
+	return errors.Join(errs...)
+}
+
+// Del puts back, from the state file, what ADD changed, then removes the
+// file. A missing state file, netns or link leaves nothing to put back; a
+// value the kernel refuses is reported on stderr and does not fail DEL, so
+// that a container can always be torn down.
+func (t *tuner) Del(_ context.Context, a *skel.CmdArgs) error {
+	c, err := Load(a.StdinData, a.Args)
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(c.DataDir) {
+		return types.Errorf(types.ErrInvalidConfig, "dataDir %q: must be an absolute path", c.DataDir)
+	}
+	store := Store{Dir: c.DataDir}
+	st, err := store.Load(a.ContainerID, a.IfName)
+	if errors.Is(err, types.ErrDecoding) {
+		warn(a.Stderr, "discarding unreadable state: %v", err)
+	} else if err != nil {
+		return err
+	}
+	if st != nil && a.Netns != "" {
+		err := ns.Do(a.Netns, func() error { return t.restore(st, a.IfName) })
+		if err != nil && !errors.Is(err, ns.ErrNotExist) {
+			warn(a.Stderr, "could not restore everything: %v", err)
+		}
+	}
+	return store.Remove(a.ContainerID, a.IfName)
+}
+
+// restore runs inside the container namespace: sysctls latest first, then
+// the link attributes. A missing link or sysctl is skipped.
+func (t *tuner) restore(st *State, ifName string) error {
+	fsys := sysctl.FS{Root: t.sysRoot}
+	var errs []error
+	for i := len(st.Sysctl) - 1; i >= 0; i-- {
+		s := st.Sysctl[i]
+		if _, err := SysctlPath(s.Path, ifName); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		_, err := ResolveSysctl(t.sysRoot, s.Path)
+		if err == nil {
+			err = fsys.Set(s.Path, s.Value)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	link, err := netlink.LinkByName(ifName)
+	var nf netlink.LinkNotFoundError
+	switch {
+	case errors.As(err, &nf):
+	case err != nil:
+		errs = append(errs, fmt.Errorf("interface %q: %w", ifName, err))
+	default:
+		errs = append(errs, restoreAttrs(link, st))
+	}
+	return errors.Join(errs...)
+}
+
+func warn(w io.Writer, format string, a ...any) {
+	if w != nil {
+		fmt.Fprintf(w, "tuning: "+format+"\n", a...)
+	}
+}
+
+// GC removes the state files of this network's attachments that are not
+// among the valid ones.
+func (t *tuner) GC(_ context.Context, a *skel.CmdArgs) error {
+	c, err := Load(a.StdinData, a.Args)
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(c.DataDir) {
+		return types.Errorf(types.ErrInvalidConfig, "dataDir %q: must be an absolute path", c.DataDir)
+	}
+	return Store{Dir: c.DataDir}.GC(c.Name, c.GCAttachments())
+}
+
+// Status reports success: tuning needs nothing to be ready.
+func (t *tuner) Status(context.Context, *skel.CmdArgs) error {
+	return nil
+}
