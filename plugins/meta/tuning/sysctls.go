@@ -78,7 +78,7 @@ func decodeSysctl(dec *json.Decoder) (Sysctl, error) {
 		return Sysctl{}, err
 	}
 	var value string
-	if err := json.Unmarshal(raw, &value); err != nil {
+	if err := json.Unmarshal(raw, &value); err != nil || raw[0] != '"' {
 		return Sysctl{}, types.Errorf(types.ErrInvalidConfig,
 			"sysctl %q: value %s is not a JSON string (write it in quotes)", key, raw)
 	}

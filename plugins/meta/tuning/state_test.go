@@ -1,0 +1,149 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+
+	"cnisuite/pkg/types"
+)
+
+func TestStoreSaveLoadRemove(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tuning")
+	store := Store{Dir: dir}
+	on := true
+	st := &State{Network: "net", MAC: "02:00:00:00:00:01", Promisc: &on, MTU: 1500,
+		Sysctl: []Setting{{"net/ipv4/conf/eth0/rp_filter", "2"}}}
+	if err := store.Save("ctr1", "eth0", st); err != nil {
+		t.Fatalf("Save: %v", err)
+	}
+	assertMode(t, dir, 0o700|os.ModeDir)
+	assertMode(t, filepath.Join(dir, "ctr1_eth0.json"), 0o600)
+	got, err := store.Load("ctr1", "eth0")
+	if err != nil || !reflect.DeepEqual(got, st) {
+		t.Fatalf("Load = %+v, %v; want %+v", got, err, st)
+	}
+	if err := store.Remove("ctr1", "eth0"); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	if got, err := store.Load("ctr1", "eth0"); got != nil || err != nil {
+		t.Fatalf("Load after Remove = %+v, %v; want nil, nil", got, err)
+	}
+	if err := store.Remove("ctr1", "eth0"); err != nil {
+		t.Fatalf("second Remove = %v, want nil", err)
+	}
+}
+
+func TestStoreNarrowsReferenceDirMode(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tuning")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Store{Dir: dir}).Save("c", "eth0", &State{}); err != nil {
+		t.Fatalf("Save: %v", err)
+	}
+	assertMode(t, dir, 0o700|os.ModeDir)
+}
+
+func TestStoreReadsReferenceBackup(t *testing.T) {
+	dir := t.TempDir()
+	ref := `{"mac":"02:00:00:00:00:05","promisc":false,"mtu":1450,"allmulti":true,"txQLen":500}`
+	if err := os.WriteFile(filepath.Join(dir, "abc_net1.json"), []byte(ref), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Store{Dir: dir}.Load("abc", "net1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.MAC != "02:00:00:00:00:05" || got.MTU != 1450 || *got.Promisc || !*got.Allmulti || *got.TxQLen != 500 {
+		t.Errorf("Load(reference backup) = %+v", got)
+	}
+}
+
+func TestStoreRefusesUnsafeNames(t *testing.T) {
+	store := Store{Dir: t.TempDir()}
+	for _, tc := range []struct{ id, ifName string }{{"../x", "eth0"}, {"c", "../../etc"}, {"c", "a/b"}, {"", "eth0"}} {
+		if err := store.Save(tc.id, tc.ifName, &State{}); err == nil {
+			t.Errorf("Save(%q, %q) = nil, want an error", tc.id, tc.ifName)
+		}
+		if _, err := store.Load(tc.id, tc.ifName); err == nil {
+			t.Errorf("Load(%q, %q) = nil error, want one", tc.id, tc.ifName)
+		}
+	}
+}
+
+func TestStoreGC(t *testing.T) {
+	dir := t.TempDir()
+	store := Store{Dir: dir}
+	for _, f := range []struct{ id, ifName, network string }{
+		{"keep", "eth0", "net"}, {"gone", "eth0", "net"}, {"keep", "eth1", "net"},
+		{"other", "eth0", "othernet"}, {"legacy", "eth0", ""},
+	} {
+		if err := store.Save(f.id, f.ifName, &State{Network: f.network}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keep := []types.Attachment{{ContainerID: "keep", IfName: "eth0"}}
+	if err := store.GC("net", keep); err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	want := []string{"keep_eth0.json", "legacy_eth0.json", "notes.txt", "other_eth0.json"}
+	if got := listDir(t, dir); !reflect.DeepEqual(got, want) {
+		t.Errorf("after GC: %v, want %v", got, want)
+	}
+	if err := (Store{Dir: filepath.Join(dir, "missing")}).GC("net", nil); err != nil {
+		t.Errorf("GC of a missing directory = %v, want nil", err)
+	}
+}
+
+func TestStateMerge(t *testing.T) {
+	off, on := false, true
+	old := &State{MAC: "02:00:00:00:00:01", Promisc: &off, Sysctl: []Setting{{"net/a", "1"}}}
+	newer := &State{MAC: "02:00:00:00:00:02", Promisc: &on, MTU: 1500, Sysctl: []Setting{{"net/a", "9"}, {"net/b", "2"}}}
+	old.Merge(newer)
+	want := &State{MAC: "02:00:00:00:00:01", Promisc: &off, MTU: 1500, Sysctl: []Setting{{"net/a", "1"}, {"net/b", "2"}}}
+	if !reflect.DeepEqual(old, want) {
+		t.Errorf("Merge = %+v, want %+v", old, want)
+	}
+}
+
+func TestStoreLoadCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "c_eth0.json"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Store{Dir: dir}).Load("c", "eth0"); !errors.Is(err, types.ErrDecoding) {
+		t.Errorf("Load(corrupt) = %v, want a decoding error", err)
+	}
+}
+
+func assertMode(t *testing.T, path string, want os.FileMode) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode() != want {
+		t.Errorf("mode of %s = %v, want %v", path, fi.Mode(), want)
+	}
+}
+
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	sort.Strings(out)
+	return out
+}
