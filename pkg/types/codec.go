@@ -2,6 +2,7 @@ package types
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 
 	"cnisuite/pkg/version"
@@ -33,11 +34,32 @@ func DecodeResult(data []byte, fallbackVersion string) (*Result, error) {
 	default:
 		r, err = decode020(data)
 	}
+	if err == nil {
+		err = r.validate()
+	}
 	if err != nil {
 		return nil, Errorf(ErrDecoding, "decoding result at version %s: %w", v, err)
 	}
 	r.CNIVersion = v
 	return r, nil
+}
+
+// validate refuses results with holes no version can print.
+func (r *Result) validate() error {
+	for i, ip := range r.IPs {
+		if ip.Address.IP == nil || ip.Address.Mask == nil {
+			return fmt.Errorf("ips[%d]: address missing", i)
+		}
+		if ip.Interface != nil && (*ip.Interface < 0 || *ip.Interface >= len(r.Interfaces)) {
+			return fmt.Errorf("ips[%d]: interface index %d out of range", i, *ip.Interface)
+		}
+	}
+	for i, rt := range r.Routes {
+		if rt.Dst.IP == nil || rt.Dst.Mask == nil {
+			return fmt.Errorf("routes[%d]: dst missing", i)
+		}
+	}
+	return nil
 }
 
 // Encode writes r at the given version, indented as plugins print it.
@@ -144,7 +166,7 @@ func decode100(data []byte) (*Result, error) {
 		r.Interfaces = append(r.Interfaces, &c)
 	}
 	for _, ip := range w.IPs {
-		r.IPs = append(r.IPs, &IPConfig{ip.Interface, net.IPNet(ip.Address), ip.Gateway})
+		r.IPs = append(r.IPs, &IPConfig{ip.Interface, net.IPNet(ip.Address), normIP(ip.Gateway)})
 	}
 	if w.DNS != nil {
 		r.DNS = *w.DNS

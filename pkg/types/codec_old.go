@@ -59,7 +59,7 @@ func decode040(data []byte) (*Result, error) {
 		if ip.Version != "" && ip.Version != fmt.Sprint(family(ip.Address.IP)) {
 			return nil, fmt.Errorf("ips: address %s does not match version %q", IPNet(ip.Address), ip.Version)
 		}
-		r.IPs = append(r.IPs, &IPConfig{ip.Interface, net.IPNet(ip.Address), ip.Gateway})
+		r.IPs = append(r.IPs, &IPConfig{ip.Interface, net.IPNet(ip.Address), normIP(ip.Gateway)})
 	}
 	return r, nil
 }
@@ -111,7 +111,7 @@ func decode020(data []byte) (*Result, error) {
 		if c == nil {
 			continue
 		}
-		r.IPs = append(r.IPs, &IPConfig{Address: net.IPNet(c.IP), Gateway: c.Gateway})
+		r.IPs = append(r.IPs, &IPConfig{Address: net.IPNet(c.IP), Gateway: normIP(c.Gateway)})
 		r.Routes = append(r.Routes, routesNew(c.Routes)...)
 	}
 	return r, nil
@@ -128,7 +128,7 @@ func routesOld(in []*Route) []*route040 {
 func routesNew(in []*route040) []*Route {
 	var out []*Route
 	for _, r := range in {
-		out = append(out, &Route{Dst: net.IPNet(r.Dst), GW: r.GW})
+		out = append(out, &Route{Dst: net.IPNet(r.Dst), GW: normIP(r.GW)})
 	}
 	return out
 }

@@ -50,6 +50,15 @@ func (n *IPNet) UnmarshalJSON(data []byte) error {
 // Int returns a pointer to i, for the optional integer fields of a result.
 func Int(i int) *int { return &i }
 
+// normIP returns IPv4 addresses in their 4-byte form, so decoded results
+// compare equal to the ones plugins build.
+func normIP(ip net.IP) net.IP {
+	if v4 := ip.To4(); v4 != nil {
+		return v4
+	}
+	return ip
+}
+
 // family returns 4 or 6.
 func family(ip net.IP) int {
 	if ip.To4() != nil {

@@ -78,7 +78,7 @@ func (r *Route) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	*r = Route{net.IPNet(w.Dst), w.GW, w.MTU, w.AdvMSS, w.Priority, w.Table, w.Scope}
+	*r = Route{net.IPNet(w.Dst), normIP(w.GW), w.MTU, w.AdvMSS, w.Priority, w.Table, w.Scope}
 	return nil
 }
 
