@@ -1,0 +1,171 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/libcni"
+	cnitypes "github.com/containernetworking/cni/pkg/types"
+	"github.com/vishvananda/netlink"
+
+	"cnisuite/pkg/sysctl"
+	"cnisuite/pkg/version"
+	"cnisuite/test/sandbox"
+)
+
+func versionID(prefix, v string) string {
+	return prefix + "-" + strings.ReplaceAll(v, ".", "-")
+}
+
+// TestAfterVeth chains tuning after a hand-made veth, its prevResult in
+// the configuration, through libcni: ADD, CHECK, drift, DEL.
+func TestAfterVeth(t *testing.T) {
+	sandbox.Require(t)
+	for i, v := range testVersions {
+		t.Run(v, func(t *testing.T) {
+			c := newVethContainer(t, fmt.Sprintf("tuh%d", i))
+			before, beforeValue := c.snapshot()
+			dataDir := filepath.Join(t.TempDir(), "tuning")
+			conf := pluginConf(t, tuningConf(v, dataDir, `,"prevResult":`+prevResultJSON(v, c.netns.Path(), before.MAC)))
+			rt := &libcni.RuntimeConf{ContainerID: versionID("veth", v), NetNS: c.netns.Path(), IfName: testIfName,
+				CapabilityArgs: map[string]any{"mac": testMAC}}
+			cni := sandbox.Runtime(t)
+
+			res, err := cni.AddNetwork(ctx, conf, rt)
+			if err != nil {
+				t.Fatalf("ADD: %v", err)
+			}
+			wantResultMAC(t, res, v)
+			wantTuned(t, c)
+			wantStateFile(t, dataDir, rt.ContainerID)
+			if version.AtLeast(v, "0.4.0") {
+				checkDrift(t, c, func() error { return cni.CheckNetwork(ctx, conf, rt) })
+			}
+			if err := cni.DelNetwork(ctx, conf, rt); err != nil {
+				t.Fatalf("DEL: %v", err)
+			}
+			wantRestored(t, c, before, beforeValue)
+			wantNoStateFile(t, dataDir, rt.ContainerID)
+			if err := cni.DelNetwork(ctx, conf, rt); err != nil {
+				t.Errorf("second DEL: %v, want success", err)
+			}
+		})
+	}
+}
+
+// checkDrift runs CHECK on a tuned interface, then again after each of a
+// link attribute and the sysctl is changed behind the plugin's back.
+func checkDrift(t *testing.T, c container, check func() error) {
+	t.Helper()
+	if err := check(); err != nil {
+		t.Fatalf("CHECK after ADD: %v", err)
+	}
+	drifts := []struct {
+		name, wantText  string
+		change, putBack func() error
+	}{
+		{"mtu", `mtu of "eth0" is 1300, want 1400`,
+			func() error { return setMTUByName(1300) }, func() error { return setMTUByName(1400) }},
+		{"sysctl", `sysctl "net/ipv4/conf/eth0/arp_ignore" is "2", want "1"`,
+			func() error { return sysctl.Set(testSysPath, "2") }, func() error { return sysctl.Set(testSysPath, "1") }},
+		{"promisc", `promisc of "eth0" is false, want true`,
+			func() error { return setPromiscByName(false) }, func() error { return setPromiscByName(true) }},
+	}
+	for _, d := range drifts {
+		c.do("changing "+d.name, d.change)
+		err := check()
+		if err == nil || !strings.Contains(err.Error(), d.wantText) {
+			t.Errorf("CHECK after %s changed = %v, want an error containing %q", d.name, err, d.wantText)
+		}
+		c.do("putting back "+d.name, d.putBack)
+	}
+	if err := check(); err != nil {
+		t.Errorf("CHECK after putting everything back: %v", err)
+	}
+}
+
+func setMTUByName(mtu int) error {
+	l, err := netlink.LinkByName(testIfName)
+	if err != nil {
+		return err
+	}
+	return netlink.LinkSetMTU(l, mtu)
+}
+
+func setPromiscByName(on bool) error {
+	l, err := netlink.LinkByName(testIfName)
+	if err != nil {
+		return err
+	}
+	return setPromisc(l, on)
+}
+
+// TestDelNetnsGone deletes the container namespace before DEL.
+func TestDelNetnsGone(t *testing.T) {
+	sandbox.Require(t)
+	for i, v := range testVersions {
+		t.Run(v, func(t *testing.T) {
+			c := newVethContainer(t, fmt.Sprintf("tug%d", i))
+			before, _ := c.snapshot()
+			dataDir := t.TempDir()
+			conf := pluginConf(t, tuningConf(v, dataDir, `,"prevResult":`+prevResultJSON(v, c.netns.Path(), before.MAC)))
+			rt := &libcni.RuntimeConf{ContainerID: versionID("gone", v), NetNS: c.netns.Path(), IfName: testIfName}
+			cni := sandbox.Runtime(t)
+			if _, err := cni.AddNetwork(ctx, conf, rt); err != nil {
+				t.Fatalf("ADD: %v", err)
+			}
+			wantStateFile(t, dataDir, rt.ContainerID)
+			if err := sandbox.RemoveNS(c.netns.Path()); err != nil {
+				t.Fatalf("removing the container namespace: %v", err)
+			}
+			if err := cni.DelNetwork(ctx, conf, rt); err != nil {
+				t.Fatalf("DEL with the netns gone: %v, want success", err)
+			}
+			wantNoStateFile(t, dataDir, rt.ContainerID)
+		})
+	}
+}
+
+// TestAddErrors covers ADD refusals a user meets: no prevResult, a key
+// outside the allow-list; neither may leave a change or a state file.
+func TestAddErrors(t *testing.T) {
+	sandbox.Require(t)
+	const v = "1.0.0"
+	allow := filepath.Dir(DefaultAllowListPath)
+	if err := os.MkdirAll(allow, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(DefaultAllowListPath, []byte(`net\.ipv4\.conf\.IFNAME\.arp_ignore`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(DefaultAllowListPath) })
+	c := newVethContainer(t, "tue0")
+	before, beforeValue := c.snapshot()
+	prev := `,"prevResult":` + prevResultJSON(v, c.netns.Path(), before.MAC)
+	tests := []struct {
+		name, extra, wantText string
+	}{
+		{"no prevResult", ``, `required prevResult missing`},
+		{"sysctl outside the allow-list", `,"args":{"cni":{"sysctl":{"net.core.somaxconn":"512"}}}` + prev,
+			`sysctl "net.core.somaxconn" is not allowed`},
+		{"unknown sysctl", `,"args":{"cni":{"sysctl":{"net.ipv4.conf.IFNAME.nosuch":"1"}}}` + prev, ``},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dataDir := t.TempDir()
+			conf := pluginConf(t, tuningConf(v, dataDir, tc.extra))
+			rt := &libcni.RuntimeConf{ContainerID: "err", NetNS: c.netns.Path(), IfName: testIfName}
+			_, err := sandbox.Runtime(t).AddNetwork(ctx, conf, rt)
+			var ce *cnitypes.Error
+			if !errors.As(err, &ce) || ce.Code != 7 || !strings.Contains(ce.Msg, tc.wantText) {
+				t.Fatalf("ADD = %v, want code 7 containing %q", err, tc.wantText)
+			}
+			wantRestored(t, c, before, beforeValue)
+			wantNoStateFile(t, dataDir, rt.ContainerID)
+		})
+	}
+}
