@@ -1,0 +1,90 @@
+package ns_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+
+	"cnisuite/pkg/ns"
+	"cnisuite/test/sandbox"
+)
+
+func TestOpenErrors(t *testing.T) {
+	if _, err := ns.Open(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, ns.ErrNotExist) {
+		t.Errorf("Open(missing) = %v, want ErrNotExist", err)
+	}
+	f := filepath.Join(t.TempDir(), "plain")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ns.Open(f); !errors.Is(err, ns.ErrNotNetNS) {
+		t.Errorf("Open(regular file) = %v, want ErrNotNetNS", err)
+	}
+}
+
+func TestIsOwn(t *testing.T) {
+	if !ns.IsOwn("/proc/self/ns/net") {
+		t.Error("IsOwn(/proc/self/ns/net) = false")
+	}
+	if ns.IsOwn(filepath.Join(t.TempDir(), "missing")) {
+		t.Error("IsOwn(missing) = true")
+	}
+}
+
+func TestDoRunsInsideAndReturns(t *testing.T) {
+	sandbox.Require(t)
+	target := sandbox.NewNS(t)
+	if ns.IsOwn(target.Path()) {
+		t.Fatal("a new namespace is the own one")
+	}
+	var inside bool
+	var links []netlink.Link
+	err := target.Do(func() error {
+		cur, err := ns.Current()
+		if err != nil {
+			return err
+		}
+		defer cur.Close()
+		inside = sameNS(t, cur.Path(), target.Path())
+		links, err = netlink.LinkList()
+		return err
+	})
+	if err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	if !inside {
+		t.Fatal("fn did not run inside the target namespace")
+	}
+	if len(links) != 1 || links[0].Attrs().Name != "lo" {
+		t.Fatalf("a fresh namespace should hold only lo, got %d links", len(links))
+	}
+	// The caller's thread is back where it was.
+	cur, err := ns.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	if sameNS(t, cur.Path(), target.Path()) {
+		t.Fatal("after Do the caller is still inside the target namespace")
+	}
+	wantErr := errors.New("from fn")
+	if err := target.Do(func() error { return wantErr }); !errors.Is(err, wantErr) {
+		t.Fatalf("Do returned %v, want fn's error", err)
+	}
+}
+
+func sameNS(t *testing.T, a, b string) bool {
+	t.Helper()
+	sa, err := os.Stat(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := os.Stat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return os.SameFile(sa, sb)
+}
