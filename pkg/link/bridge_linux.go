@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -135,3 +138,21 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &nf) || errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENOENT) ||
 		errors.Is(err, unix.ESRCH) || errors.Is(err, unix.EADDRNOTAVAIL)
 }
+
+// EnsureMACPinned pins the bridge MAC (see PinMAC) unless it was already set
+// explicitly: setting it again would make the kernel flush the bridge's
+// neighbour entries. The kernel tells through sysfs; when sysfs shows another
+// namespace than the caller's (the index differs), the MAC is pinned anyway.
+func EnsureMACPinned(h *netlink.Handle, br netlink.Link) error {
+	name := br.Attrs().Name
+	typ, err1 := os.ReadFile("/sys/class/net/" + name + "/addr_assign_type")
+	idx, err2 := os.ReadFile("/sys/class/net/" + name + "/ifindex")
+	if err1 == nil && err2 == nil && strings.TrimSpace(string(idx)) == strconv.Itoa(br.Attrs().Index) &&
+		strings.TrimSpace(string(typ)) == addrAssignSet {
+		return nil
+	}
+	return PinMAC(h, br)
+}
+
+// addrAssignSet is NET_ADDR_SET: the MAC was set by user space.
+const addrAssignSet = "3"

@@ -97,10 +97,14 @@ func RandomVethName() (string, error) {
 	return "veth" + hex.EncodeToString(b), nil
 }
 
-// DeleteLink deletes the link called name; a missing link is success.
+// DeleteLink deletes the link called name; a missing link is success. A nil
+// h acts in the calling thread's namespace.
 //
 // Equivalent to: ip link del $name
 func DeleteLink(h *netlink.Handle, name string) error {
+	if h == nil {
+		h = &netlink.Handle{} // like netlink's package functions: sockets of the calling thread
+	}
 	l, err := h.LinkByName(name)
 	if err != nil {
 		if IsNotFound(err) {

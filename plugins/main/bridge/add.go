@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"cnisuite/pkg/invoke"
+	"cnisuite/pkg/link"
+	"cnisuite/pkg/skel"
+	"cnisuite/pkg/types"
+)
+
+// Indexes of the result's interfaces.
+const (
+	ifBridge    = 0
+	ifHost      = 1
+	ifContainer = 2
+)
+
+// cmdAdd attaches the container to the bridge: parse → IPAM → bridge →
+// veth → container addresses → gateway → masquerade and spoof check → wait.
+func (p *plugin) cmdAdd(ctx context.Context, a *skel.CmdArgs) (*types.Result, error) {
+	conf, err := loadConf(a.StdinData, a.Args)
+	if err != nil {
+		return nil, err
+	}
+	at, err := p.open(conf, a, true)
+	if err != nil {
+		return nil, err
+	}
+	defer at.close()
+	res, err := at.add(ctx)
+	if err != nil {
+		at.undo.run(a.Stderr)
+		return nil, err
+	}
+	return res, nil
+}
+
+func (at *attach) add(ctx context.Context) (*types.Result, error) {
+	at.res = &types.Result{CNIVersion: at.conf.CNIVersion}
+	if at.conf.hasIPAM() {
+		if err := at.runIPAM(ctx); err != nil {
+			return nil, err
+		}
+	}
+	steps := []func(context.Context) error{
+		at.ensureBridge, at.setupVeth, at.configureContainer,
+		at.enableGateway, at.firewall, at.waitPort, at.finishResult,
+	}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return at.res, nil
+}
+
+// runIPAM delegates to the IPAM plugin, registers its release, and fills
+// the addresses, gateways and routes of the result.
+func (at *attach) runIPAM(ctx context.Context) error {
+	a, conf := at.args, at.conf
+	ipamRes, err := invoke.DelegateAdd(ctx, a, conf.IPAM.Type, a.StdinData)
+	if err != nil {
+		return fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err)
+	}
+	at.undo.push("IPAM ADD", func() error {
+		return invoke.DelegateDel(context.WithoutCancel(ctx), a, conf.IPAM.Type, a.StdinData)
+	})
+	if len(ipamRes.IPs) == 0 {
+		return types.Errorf(types.ErrInvalidConfig, "ipam %q: IPAM plugin returned missing IP config", conf.IPAM.Type)
+	}
+	if err := (&types.Result{IPs: ipamRes.IPs}).Expressible(conf.CNIVersion); err != nil {
+		return fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err)
+	}
+	at.res.IPs, at.res.Routes, at.res.DNS = ipamRes.IPs, ipamRes.Routes, ipamRes.DNS
+	for _, ip := range at.res.IPs {
+		ip.Interface = types.Int(ifContainer)
+		if conf.IsGW && ip.Gateway == nil {
+			ip.Gateway = firstHost(ip.Address)
+		}
+	}
+	if conf.IsDefaultGW {
+		at.res.Routes = append(at.res.Routes, defaultRoutes(at.res)...)
+	}
+	return nil
+}
+
+// firstHost returns the network address + 1, the conventional gateway.
+func firstHost(n net.IPNet) net.IP {
+	ip := n.IP.Mask(n.Mask)
+	out := make(net.IP, len(ip))
+	copy(out, ip)
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i]++
+		if out[i] != 0 {
+			break
+		}
+	}
+	return out
+}
+
+// defaultRoutes returns a default route via the first gateway of each family
+// that has none with a gateway yet.
+func defaultRoutes(res *types.Result) []*types.Route {
+	has := map[int]bool{}
+	for _, r := range res.Routes {
+		if ones, _ := r.Dst.Mask.Size(); ones == 0 && r.GW != nil {
+			has[link.Family(r.Dst.IP)] = true
+		}
+	}
+	var out []*types.Route
+	for _, ip := range res.IPs {
+		fam := link.Family(ip.Address.IP)
+		if ip.Gateway == nil || has[fam] {
+			continue
+		}
+		has[fam] = true
+		dst := net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}
+		if fam != link.Family(net.IPv4zero.To4()) {
+			dst = net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}
+		}
+		out = append(out, &types.Route{Dst: dst, GW: ip.Gateway})
+	}
+	return out
+}
+
+// ensureBridge creates or adopts the bridge and pins its MAC.
+func (at *attach) ensureBridge(context.Context) error {
+	c := at.conf
+	br, err := link.EnsureBridge(at.host, link.BridgeOptions{
+		Name: c.BrName, MTU: c.MTU, Promisc: c.PromiscMode,
+		VlanFiltering: c.Vlan != 0 || len(c.trunkIDs) > 0,
+	})
+	if err != nil {
+		return bridgeError(c, err)
+	}
+	if err := link.EnsureMACPinned(at.host, br); err != nil {
+		return err
+	}
+	at.br = br
+	return nil
+}
+
+func bridgeError(c *NetConf, err error) error {
+	switch {
+	case errors.Is(err, link.ErrNotBridge):
+		return types.Errorf(types.ErrInvalidConfig, "bridge %q: already exists but is not a bridge: %w", c.BrName, err)
+	case errors.Is(err, link.ErrVlanUnsupported):
+		return types.Errorf(types.ErrNotAvailable, "vlan %d / vlanTrunk: %w", c.Vlan, err)
+	}
+	return err
+}

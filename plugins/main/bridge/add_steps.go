@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+
+	"cnisuite/pkg/link"
+	"cnisuite/pkg/types"
+)
+
+// setupVeth creates the veth pair, makes the host end a port of the bridge
+// with its flags and VLANs, and lists the interfaces in the result.
+func (at *attach) setupVeth(context.Context) error {
+	c, a := at.conf, at.args
+	pair, err := link.CreateVeth(at.host, at.cont, link.VethOptions{
+		ContainerName: a.IfName, ContainerNS: int(at.netns.Fd()),
+		HostName: hostVethName(c.Name, a.ContainerID, a.IfName), MTU: c.MTU, MAC: c.mac,
+	})
+	if errors.Is(err, link.ErrContainerIfaceExists) {
+		return types.Errorf(types.ErrInvalidEnv, "CNI_IFNAME %q: %w", a.IfName, err)
+	}
+	if err != nil {
+		return err
+	}
+	hostName := pair.Host.Attrs().Name
+	at.undo.push("veth "+hostName, func() error { return link.DeleteLink(at.host, hostName) })
+	if err := link.DisableRA(hostName); err != nil {
+		return err
+	}
+	opts := link.PortOptions{Hairpin: c.HairpinMode, Isolated: c.PortIsolation}
+	if err := link.AttachPort(at.host, pair.Host, at.br, opts); err != nil {
+		return err
+	}
+	if plan := link.PlanPortVlans(c.Vlan, c.trunkIDs, c.PreserveDefaultVlan); !plan.Empty() {
+		if err := link.ApplyPortVlans(at.host, pair.Host, plan); err != nil {
+			return bridgeError(c, err)
+		}
+	}
+	at.res.Interfaces = []*types.Interface{
+		{Name: c.BrName},
+		{Name: hostName},
+		{Name: a.IfName, Mac: pair.Container.Attrs().HardwareAddr.String(), Sandbox: a.Netns},
+	}
+	return nil
+}
+
+// configureContainer gives the container interface its addresses and routes
+// (layer 3) or only sets it up (layer 2), inside the container.
+func (at *attach) configureContainer(ctx context.Context) error {
+	c, ifname := at.conf, at.args.IfName
+	if c.DisableContainerInterface {
+		return nil
+	}
+	return at.netns.Do(func() error {
+		if !c.hasIPAM() {
+			l, err := netlink.LinkByName(ifname)
+			if err != nil {
+				return fmt.Errorf("looking up %q in the container: %w", ifname, err)
+			}
+			return netlink.LinkSetUp(l)
+		}
+		err := link.ConfigureIface(ctx, ifname, at.res, link.ConfigureOptions{DAD: c.EnableDad, ArpNotify: true})
+		if errors.Is(err, link.ErrDADFailed) {
+			return types.Errorf(types.ErrTryAgain, "enabledad: %w", err)
+		}
+		return err
+	})
+}
+
+// enableGateway puts the gateway addresses on the bridge (or on the VLAN's
+// gateway interface) and turns on forwarding for their families.
+func (at *attach) enableGateway(context.Context) error {
+	c := at.conf
+	if !c.IsGW || !c.hasIPAM() {
+		return nil
+	}
+	var target netlink.Link = at.br
+	if c.Vlan != 0 {
+		gw, err := link.EnsureVlanGateway(at.host, at.br, c.Vlan, c.MTU)
+		if err != nil {
+			return bridgeError(c, err)
+		}
+		target = gw
+		at.res.Interfaces = append(at.res.Interfaces, &types.Interface{Name: gw.Attrs().Name})
+	}
+	v4, v6 := false, false
+	for _, ip := range at.res.IPs {
+		if ip.Gateway == nil {
+			continue
+		}
+		gw := &net.IPNet{IP: ip.Gateway, Mask: ip.Address.Mask}
+		if err := link.EnsureAddr(at.host, target, gw, c.ForceAddress); err != nil {
+			if errors.Is(err, link.ErrAddressConflict) {
+				return types.Errorf(types.ErrInvalidConfig, "gateway %v (set forceAddress to replace): %w", gw, err)
+			}
+			return err
+		}
+		v4, v6 = v4 || ip.Gateway.To4() != nil, v6 || ip.Gateway.To4() == nil
+	}
+	return link.EnableForwarding(v4, v6)
+}
+
+// firewall installs the masquerade and spoof-check rules of the attachment
+// in one transaction per family.
+func (at *attach) firewall(ctx context.Context) error {
+	r, err := at.desiredRules()
+	if err != nil || (r.Masq == nil && r.SpoofCheck == nil) {
+		return err
+	}
+	fw, err := at.rules(ctx)
+	if err != nil {
+		return err
+	}
+	o := at.owner()
+	if err := fw.Ensure(ctx, o, r); err != nil {
+		return fmt.Errorf("ipMasq/macspoofchk rules: %w", err)
+	}
+	at.undo.push("firewall rules", func() error { return fw.Remove(context.WithoutCancel(ctx), o) })
+	return nil
+}
+
+// desiredRules returns the firewall rules the configuration asks for, from
+// the result being built (ADD) or the prevResult (CHECK).
+func (at *attach) desiredRules() (fwRules, error) {
+	var r fwRules
+	if at.conf.IPMasq && at.conf.hasIPAM() {
+		for _, n := range at.resultNets() {
+			r.Masq = append(r.Masq, fwMasq{Addr: *n})
+		}
+	}
+	if !at.conf.MacSpoofChk {
+		return r, nil
+	}
+	if len(at.res.Interfaces) <= ifContainer {
+		return r, types.Errorf(types.ErrInvalidConfig, "macspoofchk: result lists no container interface")
+	}
+	c := at.res.Interfaces[ifContainer]
+	mac, err := net.ParseMAC(c.Mac)
+	if err != nil {
+		return r, types.Errorf(types.ErrInvalidConfig, "macspoofchk: container MAC %q: %w", c.Mac, err)
+	}
+	sc := &fwSpoofCheck{HostIface: at.res.Interfaces[ifHost].Name, MAC: mac}
+	for _, ip := range at.res.IPs {
+		sc.IPs = append(sc.IPs, ip.Address.IP)
+	}
+	r.SpoofCheck = sc
+	return r, nil
+}
+
+func (at *attach) resultNets() []*net.IPNet {
+	var nets []*net.IPNet
+	for _, ip := range at.res.IPs {
+		n := ip.Address
+		nets = append(nets, &n)
+	}
+	return nets
+}
+
+// waitPort returns once the host port forwards (bounded).
+func (at *attach) waitPort(ctx context.Context) error {
+	if at.conf.DisableContainerInterface {
+		return nil
+	}
+	name := at.res.Interfaces[ifHost].Name
+	if err := link.WaitForwarding(ctx, at.host, name, at.p.portTimeout); err != nil {
+		return types.Errorf(types.ErrTryAgain, "bridge port %q: %w", name, err)
+	}
+	return nil
+}
+
+// finishResult re-reads the MACs that enslaving may have changed and
+// applies the configured DNS.
+func (at *attach) finishResult(context.Context) error {
+	for _, i := range []int{ifBridge, ifHost} {
+		l, err := at.host.LinkByName(at.res.Interfaces[i].Name)
+		if err != nil {
+			return fmt.Errorf("reading %q: %w", at.res.Interfaces[i].Name, err)
+		}
+		at.res.Interfaces[i].Mac = l.Attrs().HardwareAddr.String()
+	}
+	for _, i := range at.res.Interfaces[ifContainer+1:] {
+		if l, err := at.host.LinkByName(i.Name); err == nil {
+			i.Mac = l.Attrs().HardwareAddr.String()
+		}
+	}
+	if !at.conf.DNS.IsEmpty() {
+		at.res.DNS = at.conf.DNS
+	}
+	return nil
+}

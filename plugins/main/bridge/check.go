@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+
+	"cnisuite/pkg/invoke"
+	"cnisuite/pkg/link"
+	"cnisuite/pkg/skel"
+	"cnisuite/pkg/types"
+)
+
+// cmdCheck verifies that what the prevResult lists still exists: the bridge,
+// the veth pair and its port, the container's addresses and routes, and the
+// masquerade rules. IPAM CHECK runs only when there is an IPAM.
+func (p *plugin) cmdCheck(ctx context.Context, a *skel.CmdArgs) error {
+	conf, err := loadConf(a.StdinData, a.Args)
+	if err != nil {
+		return err
+	}
+	prev, err := conf.PrevResult()
+	if err != nil {
+		return err
+	}
+	if prev == nil {
+		return types.Errorf(types.ErrInvalidConfig, "prevResult: required for CHECK and missing")
+	}
+	if conf.hasIPAM() {
+		if err := invoke.DelegateCheck(ctx, a, conf.IPAM.Type, a.StdinData); err != nil {
+			return fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err)
+		}
+	}
+	at, err := p.open(conf, a, true)
+	if err != nil {
+		return err
+	}
+	defer at.close()
+	at.res = prev
+	for _, step := range []func(context.Context) error{at.checkBridge, at.checkVeth, at.checkContainer, at.checkRules} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func missing(format string, a ...any) error {
+	return types.Errorf(types.ErrUnknownContainer, format, a...)
+}
+
+// findIface returns the prevResult interface called name in sandbox.
+func (at *attach) findIface(name, sandbox string) *types.Interface {
+	for _, i := range at.res.Interfaces {
+		if i.Name == name && i.Sandbox == sandbox {
+			return i
+		}
+	}
+	return nil
+}
+
+func (at *attach) checkBridge(context.Context) error {
+	c := at.conf
+	want := at.findIface(c.BrName, "")
+	if want == nil {
+		return missing("prevResult: no interface for bridge %q", c.BrName)
+	}
+	br, err := link.LookupBridge(at.host, c.BrName)
+	if err != nil {
+		return missing("bridge %q: %w", c.BrName, err)
+	}
+	if want.Mac != "" && !sameMAC(want.Mac, br.HardwareAddr) {
+		return fmt.Errorf("bridge %q: MAC %s, prevResult says %s", c.BrName, br.HardwareAddr, want.Mac)
+	}
+	if on := br.Promisc != 0; on != c.PromiscMode {
+		return fmt.Errorf("bridge %q: promiscuous mode is %v, promiscMode is %v", c.BrName, on, c.PromiscMode)
+	}
+	at.br = br
+	return nil
+}
+
+// checkVeth finds the container end and a host veth of prevResult that is
+// its peer and a port of the bridge.
+func (at *attach) checkVeth(context.Context) error {
+	a := at.args
+	want := at.findIface(a.IfName, a.Netns)
+	if want == nil {
+		return missing("prevResult: no interface %q in sandbox %q", a.IfName, a.Netns)
+	}
+	l, err := at.cont.LinkByName(a.IfName)
+	if err != nil {
+		return missing("container interface %q: %w", a.IfName, err)
+	}
+	veth, ok := l.(*netlink.Veth)
+	if !ok {
+		return fmt.Errorf("container interface %q: a %s, not a veth", a.IfName, l.Type())
+	}
+	if want.Mac != "" && !sameMAC(want.Mac, l.Attrs().HardwareAddr) {
+		return fmt.Errorf("container interface %q: MAC %s, prevResult says %s", a.IfName, l.Attrs().HardwareAddr, want.Mac)
+	}
+	var peer int
+	if err := at.netns.Do(func() error { peer, err = netlink.VethPeerIndex(veth); return err }); err != nil {
+		return fmt.Errorf("container interface %q: reading its peer: %w", a.IfName, err)
+	}
+	for _, i := range at.res.Interfaces {
+		if i.Sandbox != "" {
+			continue
+		}
+		h, err := at.host.LinkByName(i.Name)
+		if err == nil && h.Attrs().Index == peer && h.Attrs().MasterIndex == at.br.Index {
+			return nil
+		}
+	}
+	return missing("CNI veth created for bridge %q was not found (peer of %q)", at.conf.BrName, a.IfName)
+}
+
+func (at *attach) checkContainer(context.Context) error {
+	if !at.conf.hasIPAM() {
+		return nil
+	}
+	return at.netns.Do(func() error {
+		if err := link.VerifyIface(at.args.IfName, at.res); err != nil {
+			return missing("container %q: %w", at.args.IfName, err)
+		}
+		return nil
+	})
+}
+
+func (at *attach) checkRules(ctx context.Context) error {
+	r, err := at.desiredRules()
+	if err != nil || (r.Masq == nil && r.SpoofCheck == nil) {
+		return err
+	}
+	fw, err := at.rules(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fw.Check(ctx, at.owner(), r); err != nil {
+		return fmt.Errorf("ipMasq/macspoofchk rules: %w", err)
+	}
+	return nil
+}
+
+func sameMAC(s string, mac net.HardwareAddr) bool {
+	m, err := net.ParseMAC(s)
+	return err == nil && m.String() == mac.String()
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"unicode"
+
+	"cnisuite/pkg/link"
+	"cnisuite/pkg/types"
+)
+
+// defaultBridge is the bridge name when the configuration gives none.
+const defaultBridge = "cni0"
+
+// Masquerade backends accepted by ipMasqBackend.
+const (
+	backendIPTables = "iptables"
+	backendNFTables = "nftables"
+)
+
+// NetConf is the bridge plugin's network configuration.
+type NetConf struct {
+	types.NetConf
+	BrName                    string       `json:"bridge"`
+	IsGW                      bool         `json:"isGateway"`
+	IsDefaultGW               bool         `json:"isDefaultGateway"`
+	ForceAddress              bool         `json:"forceAddress"`
+	IPMasq                    bool         `json:"ipMasq"`
+	IPMasqBackend             *string      `json:"ipMasqBackend,omitempty"`
+	MTU                       int          `json:"mtu"`
+	HairpinMode               bool         `json:"hairpinMode"`
+	PromiscMode               bool         `json:"promiscMode"`
+	Vlan                      int          `json:"vlan"`
+	VlanTrunk                 []TrunkEntry `json:"vlanTrunk,omitempty"`
+	PreserveDefaultVlan       bool         `json:"preserveDefaultVlan"`
+	MacSpoofChk               bool         `json:"macspoofchk"`
+	EnableDad                 bool         `json:"enabledad"`
+	DisableContainerInterface bool         `json:"disableContainerInterface"`
+	PortIsolation             bool         `json:"portIsolation"`
+
+	Args struct {
+		Cni struct {
+			Mac string `json:"mac,omitempty"`
+		} `json:"cni"`
+	} `json:"args"`
+	RuntimeConfig struct {
+		Mac string `json:"mac,omitempty"`
+	} `json:"runtimeConfig"`
+
+	// rawIPAM is the ipam object as given, read for the 0.1.0/0.2.0 check.
+	rawIPAM json.RawMessage
+	// trunkIDs are the trunk VLANs, sorted and without duplicates.
+	trunkIDs []int
+	// mac is the container MAC chosen from CNI_ARGS, args and runtimeConfig.
+	mac net.HardwareAddr
+}
+
+// TrunkEntry is one element of vlanTrunk: a single id or a minID..maxID range.
+type TrunkEntry struct {
+	ID    *int `json:"id,omitempty"`
+	MinID *int `json:"minID,omitempty"`
+	MaxID *int `json:"maxID,omitempty"`
+}
+
+// loadConf decodes the configuration, applies defaults, picks the container
+// MAC from cniArgs (CNI_ARGS) and validates everything, reporting every
+// problem at once.
+func loadConf(data []byte, cniArgs string) (*NetConf, error) {
+	conf := &NetConf{BrName: defaultBridge}
+	if err := types.Decode(data, conf); err != nil {
+		return nil, err
+	}
+	var raw struct {
+		IPAM json.RawMessage `json:"ipam"`
+	}
+	if err := json.Unmarshal(data, &raw); err == nil {
+		conf.rawIPAM = raw.IPAM
+	}
+	if conf.CNIVersion == "" {
+		conf.CNIVersion = "0.1.0"
+	}
+	if conf.IsDefaultGW {
+		conf.IsGW = true
+	}
+	macErr := conf.pickMAC(cniArgs)
+	if err := errors.Join(macErr, conf.validate()); err != nil {
+		return nil, err
+	}
+	return conf, nil
+}
+
+// hasIPAM reports whether an IPAM plugin is configured; without one the
+// bridge works at layer 2 only.
+func (c *NetConf) hasIPAM() bool { return c.IPAM.Type != "" }
+
+// backend returns the configured masquerade backend, "" for automatic.
+func (c *NetConf) backend() string {
+	if c.IPMasqBackend == nil {
+		return ""
+	}
+	return *c.IPMasqBackend
+}
+
+func (c *NetConf) validate() error {
+	errs := []error{validateBridgeName(c.BrName), c.validateVlans(), c.validateExpressible()}
+	invalid := func(format string, a ...any) {
+		errs = append(errs, types.Errorf(types.ErrInvalidConfig, format, a...))
+	}
+	if c.HairpinMode && c.PromiscMode {
+		invalid("hairpinMode and promiscMode: cannot set hairpin mode and promiscuous mode at the same time")
+	}
+	if c.DisableContainerInterface && c.hasIPAM() {
+		invalid("disableContainerInterface: cannot use IPAM (ipam.type %q) when the container interface is left down", c.IPAM.Type)
+	}
+	if c.MTU < 0 || c.MTU > 65535 || (c.MTU > 0 && c.MTU < 68) {
+		invalid("mtu %d: must be 0 (kernel default) or between 68 and 65535", c.MTU)
+	}
+	switch b := c.backend(); b {
+	case "", backendIPTables, backendNFTables:
+	default:
+		invalid("ipMasqBackend %q: must be %q or %q (or absent for automatic)", b, backendIPTables, backendNFTables)
+	}
+	return errors.Join(errs...)
+}
+
+func validateBridgeName(name string) error {
+	bad := func(why string) error { return types.Errorf(types.ErrInvalidConfig, "bridge %q: %s", name, why) }
+	switch {
+	case name == "":
+		return bad("must not be empty")
+	case len(name) > types.MaxIfNameLen:
+		return bad(fmt.Sprintf("longer than %d bytes", types.MaxIfNameLen))
+	case name == "." || name == "..":
+		return bad("not a valid interface name")
+	case strings.ContainsAny(name, "/:"):
+		return bad("must not contain '/' or ':'")
+	case strings.IndexFunc(name, unicode.IsSpace) >= 0:
+		return bad("must not contain whitespace")
+	}
+	return nil
+}
+
+// validateVlans checks vlan and vlanTrunk and fills trunkIDs.
+func (c *NetConf) validateVlans() error {
+	var errs []error
+	if c.Vlan < 0 || c.Vlan > 4094 {
+		errs = append(errs, types.Errorf(types.ErrInvalidConfig, "vlan: invalid VLAN ID %d (must be between 0 and 4094)", c.Vlan))
+	}
+	var ids []int
+	for i, e := range c.VlanTrunk {
+		got, err := e.ids()
+		if err != nil {
+			errs = append(errs, types.Errorf(types.ErrInvalidConfig, "vlanTrunk[%d]: %w", i, err))
+		}
+		ids = append(ids, got...)
+	}
+	c.trunkIDs = link.SortedVlanIDs(ids)
+	if c.Vlan > 0 && len(c.VlanGatewayName()) > types.MaxIfNameLen && c.IsGW && c.hasIPAM() {
+		errs = append(errs, types.Errorf(types.ErrInvalidConfig,
+			"bridge %q with vlan %d: the gateway interface name %q is longer than %d bytes",
+			c.BrName, c.Vlan, c.VlanGatewayName(), types.MaxIfNameLen))
+	}
+	return errors.Join(errs...)
+}
+
+// VlanGatewayName is the host interface carrying a VLAN's gateway address.
+func (c *NetConf) VlanGatewayName() string { return fmt.Sprintf("%s.%d", c.BrName, c.Vlan) }
+
+func (e TrunkEntry) ids() ([]int, error) {
+	validID := func(what string, v *int) error {
+		if *v < 1 || *v > 4094 {
+			return fmt.Errorf("incorrect trunk %s parameter %d (must be between 1 and 4094)", what, *v)
+		}
+		return nil
+	}
+	var out []int
+	if e.ID != nil {
+		if err := validID("id", e.ID); err != nil {
+			return nil, err
+		}
+		out = append(out, *e.ID)
+	}
+	switch {
+	case e.MinID == nil && e.MaxID == nil:
+		if e.ID == nil {
+			return nil, errors.New("needs id, or minID and maxID")
+		}
+		return out, nil
+	case e.MinID == nil:
+		return nil, errors.New("minID and maxID should be configured simultaneously, minID is missing")
+	case e.MaxID == nil:
+		return nil, errors.New("minID and maxID should be configured simultaneously, maxID is missing")
+	}
+	if err := errors.Join(validID("minID", e.MinID), validID("maxID", e.MaxID)); err != nil {
+		return nil, err
+	}
+	if *e.MinID > *e.MaxID {
+		return nil, fmt.Errorf("minID is greater than maxID in trunk parameter (%d > %d)", *e.MinID, *e.MaxID)
+	}
+	for v := *e.MinID; v <= *e.MaxID; v++ {
+		out = append(out, v)
+	}
+	return out, nil
+}

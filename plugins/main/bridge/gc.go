@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"cnisuite/pkg/invoke"
+	"cnisuite/pkg/link"
+	"cnisuite/pkg/skel"
+	"cnisuite/pkg/types"
+)
+
+// cmdGC forwards GC to the IPAM plugin and removes the masquerade and
+// spoof-check rules of this network whose attachment is not among the valid
+// ones.
+func (p *plugin) cmdGC(ctx context.Context, a *skel.CmdArgs) error {
+	conf, err := loadDelConf(a.StdinData, a.Stderr)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if conf.hasIPAM() {
+		if err := invoke.DelegateGC(ctx, a, conf.IPAM.Type, a.StdinData); err != nil {
+			errs = append(errs, fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err))
+		}
+	}
+	var keep []fwOwner
+	for _, v := range conf.GCAttachments() {
+		keep = append(keep, fwOwner{Plugin: pluginBridge, Network: conf.Name, ContainerID: v.ContainerID, IfName: v.IfName})
+	}
+	if (conf.IPMasq && conf.hasIPAM()) || conf.MacSpoofChk {
+		fw, err := p.newRules(ctx, conf.backend())
+		if err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		errs = append(errs, fw.GC(ctx, pluginBridge, conf.Name, keep))
+	}
+	return errors.Join(errs...)
+}
+
+// cmdStatus reports whether the bridge can be used (a name taken by another
+// kind of link cannot) and asks the IPAM plugin for its own status.
+func (p *plugin) cmdStatus(ctx context.Context, a *skel.CmdArgs) error {
+	conf, err := loadDelConf(a.StdinData, a.Stderr)
+	if err != nil {
+		return err
+	}
+	at, err := p.open(conf, &skel.CmdArgs{}, false)
+	if err != nil {
+		return err
+	}
+	defer at.close()
+	if _, err := link.LookupBridge(at.host, conf.BrName); errors.Is(err, link.ErrNotBridge) {
+		return types.Errorf(types.ErrNotAvailable, "bridge %q: cannot be used: %w", conf.BrName, err)
+	}
+	if conf.hasIPAM() {
+		if err := invoke.DelegateStatus(ctx, a, conf.IPAM.Type, a.StdinData); err != nil {
+			return fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,20 @@
+// Command bridge is the CNI bridge plugin: it attaches containers to a Linux
+// bridge through veth pairs, with optional gateway, masquerade, VLANs, port
+// flags and MAC spoof checking. See README.md for every configuration key.
+package main
+
+import (
+	"time"
+
+	"cnisuite/pkg/skel"
+)
+
+// portTimeout bounds the wait for a new bridge port to forward.
+const portTimeout = 5 * time.Second
+
+func main() {
+	p := &plugin{newRules: newFirewall, portTimeout: portTimeout}
+	skel.Main(&skel.Plugin{
+		Name: "bridge", Add: p.cmdAdd, Check: p.cmdCheck, Del: p.cmdDel, GC: p.cmdGC, Status: p.cmdStatus,
+	})
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"cnisuite/pkg/ns"
+	"cnisuite/pkg/skel"
+	"cnisuite/pkg/types"
+)
+
+// plugin holds what the commands depend on beyond their arguments.
+type plugin struct {
+	// newRules returns the firewall for a backend ("" = automatic choice,
+	// made once per call).
+	newRules func(ctx context.Context, backend string) (fwBackend, error)
+	// portTimeout bounds the wait for the host port to forward.
+	portTimeout time.Duration
+}
+
+// attach is one attachment being worked on by a command.
+type attach struct {
+	p     *plugin
+	conf  *NetConf
+	args  *skel.CmdArgs
+	netns *ns.NetNS // nil when CNI_NETNS is empty or gone (DEL)
+	host  *netlink.Handle
+	cont  *netlink.Handle // nil with netns
+	fw    fwBackend       // nil until needed
+	undo  undoStack
+	res   *types.Result
+	br    *netlink.Bridge
+}
+
+// open opens the netns (when given) and the netlink handles. For ADD and
+// CHECK a missing netns is an error; for DEL it is not.
+func (p *plugin) open(conf *NetConf, a *skel.CmdArgs, needNetns bool) (*attach, error) {
+	at := &attach{p: p, conf: conf, args: a}
+	var err error
+	if at.host, err = netlink.NewHandle(); err != nil {
+		return nil, fmt.Errorf("opening a netlink socket: %w", err)
+	}
+	if a.Netns == "" {
+		return at, nil
+	}
+	nsh, err := ns.Open(a.Netns)
+	if err != nil {
+		if !needNetns && errors.Is(err, ns.ErrNotExist) {
+			return at, nil // DEL of a container whose namespace is gone
+		}
+		at.close()
+		return nil, types.Errorf(types.ErrInvalidEnv, "CNI_NETNS %q: %w", a.Netns, err)
+	}
+	at.netns = nsh
+	if at.cont, err = netlink.NewHandleAt(netns.NsHandle(at.netns.Fd())); err != nil {
+		at.close()
+		return nil, fmt.Errorf("opening a netlink socket in %q: %w", a.Netns, err)
+	}
+	return at, nil
+}
+
+func (at *attach) close() {
+	if at.cont != nil {
+		at.cont.Close()
+	}
+	if at.host != nil {
+		at.host.Close()
+	}
+	if at.netns != nil {
+		_ = at.netns.Close() // read-only handle: nothing to flush
+	}
+}
+
+// owner is the owner tag of this attachment's firewall rules.
+func (at *attach) owner() fwOwner {
+	return fwOwner{Plugin: pluginBridge, Network: at.conf.Name, ContainerID: at.args.ContainerID, IfName: at.args.IfName}
+}
+
+// rules returns the firewall, choosing the backend once per call.
+func (at *attach) rules(ctx context.Context) (fwBackend, error) {
+	if at.fw != nil {
+		return at.fw, nil
+	}
+	fw, err := at.p.newRules(ctx, at.conf.backend())
+	if err != nil {
+		return nil, err
+	}
+	at.fw = fw
+	return fw, nil
+}
+
+// hostVethName is the preferred host-side name of an attachment's veth:
+// stable, so that DEL finds it without the container's namespace.
+func hostVethName(network, containerID, ifname string) string {
+	sum := sha256.Sum256([]byte(network + "\x00" + containerID + "\x00" + ifname))
+	return "veth" + hex.EncodeToString(sum[:4])
+}
