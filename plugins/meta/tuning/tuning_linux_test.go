@@ -169,3 +169,93 @@ func TestAddErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestGCAndStatus runs the spec 1.1 verbs through libcni: GC removes the
+// state of this network's stale attachments only; STATUS succeeds.
+func TestGCAndStatus(t *testing.T) {
+	sandbox.Require(t)
+	const v = "1.1.0"
+	c := newVethContainer(t, "tuc0")
+	before, _ := c.snapshot()
+	dataDir := t.TempDir()
+	plugin := tuningConf(v, dataDir, `,"prevResult":`+prevResultJSON(v, c.netns.Path(), before.MAC))
+	list := sandbox.ConfList(t, `{"cniVersion":"1.1.0","name":"tunenet","plugins":[`+plugin+`]}`)
+	rt := &libcni.RuntimeConf{ContainerID: "live", NetNS: c.netns.Path(), IfName: testIfName}
+	cni := sandbox.Runtime(t)
+	if _, err := cni.AddNetworkList(ctx, list, rt); err != nil {
+		t.Fatalf("ADD: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cni.DelNetworkList(ctx, list, rt); err != nil {
+			t.Errorf("DEL: %v", err)
+		}
+	})
+	store := Store{Dir: dataDir}
+	for _, f := range []struct{ id, network string }{{"stale", "tunenet"}, {"othernet", "other"}} {
+		if err := store.Save(f.id, testIfName, &State{Network: f.network, MTU: 1500}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	valid := []cnitypes.GCAttachment{{ContainerID: "live", IfName: testIfName}}
+	if err := cni.GCNetworkList(ctx, list, &libcni.GCArgs{ValidAttachments: valid}); err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	want := []string{"live_eth0.json", "othernet_eth0.json"}
+	if got := listDir(t, dataDir); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("state files after GC: %v, want %v", got, want)
+	}
+	if err := cni.GetStatusNetworkList(ctx, list); err != nil {
+		t.Errorf("STATUS: %v, want success", err)
+	}
+}
+
+// TestAfterBridge chains tuning after bridge and host-local, as a node runs
+// it, through libcni.
+func TestAfterBridge(t *testing.T) {
+	sandbox.Require(t)
+	bin := sandbox.Bin(t)
+	for _, p := range []string{"bridge", "host-local", "tuning"} {
+		if _, err := os.Stat(filepath.Join(bin, p)); err != nil {
+			t.Skipf("plugin %s is not built (%v): bridge+host-local chain not testable yet", p, err)
+		}
+	}
+	for i, v := range testVersions {
+		t.Run(v, func(t *testing.T) {
+			c := container{t: t, netns: sandbox.NewNS(t)}
+			dataDir := filepath.Join(t.TempDir(), "tuning")
+			tuning := tuningConf(v, dataDir, `,"mac":"`+testMAC+`"`)
+			list := sandbox.ConfList(t, fmt.Sprintf(`{"cniVersion":%q,"name":"tunebr","plugins":[
+				{"type":"bridge","bridge":"tubr%d","isGateway":true,
+				 "ipam":{"type":"host-local","subnet":"10.98.%d.0/24","dataDir":%q}},
+				%s]}`, v, i, i, t.TempDir(), tuning))
+			rt := &libcni.RuntimeConf{ContainerID: versionID("br", v), NetNS: c.netns.Path(), IfName: testIfName}
+			cni := sandbox.Runtime(t)
+			res, err := cni.AddNetworkList(ctx, list, rt)
+			if err != nil {
+				t.Fatalf("ADD bridge+host-local+tuning: %v", err)
+			}
+			t.Cleanup(func() {
+				if err := cni.DelNetworkList(ctx, list, rt); err != nil {
+					t.Errorf("DEL bridge+host-local+tuning: %v", err)
+				}
+				wantNoStateFile(t, dataDir, rt.ContainerID)
+			})
+			wantResultMAC(t, res, v)
+			wantTuned(t, c)
+			wantStateFile(t, dataDir, rt.ContainerID)
+			if version.AtLeast(v, "0.4.0") {
+				checkDrift(t, c, func() error { return cni.CheckNetworkList(ctx, list, rt) })
+			}
+			// tuning runs first on DEL: run it alone to see what it puts
+			// back before bridge deletes the interface.
+			tuningOnly := pluginConf(t, strings.Replace(tuning, `"name":"tunenet"`, `"name":"tunebr"`, 1))
+			if err := cni.DelNetwork(ctx, tuningOnly, rt); err != nil {
+				t.Fatalf("DEL of tuning: %v", err)
+			}
+			attrs, value := c.snapshot()
+			if strings.EqualFold(attrs.MAC.String(), testMAC) || attrs.MTU != 1500 || attrs.Promisc || attrs.Allmulti || value != "0" {
+				t.Errorf("after DEL: %+v %s=%s; want the bridge's MAC, mtu 1500, promisc and allmulti off, 0", attrs, testSysPath, value)
+			}
+		})
+	}
+}
