@@ -1,0 +1,154 @@
+package main
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"cnisuite/pkg/types"
+)
+
+func TestLoadConf(t *testing.T) {
+	tests := []struct {
+		name    string
+		conf    string
+		cniArgs string
+		check   func(t *testing.T, c *NetConf)
+	}{
+		{"defaults", `{"cniVersion":"1.0.0","name":"n","type":"bridge"}`, "", func(t *testing.T, c *NetConf) {
+			if c.BrName != "cni0" || c.IsGW || c.hasIPAM() || c.backend() != "" || c.mac != nil {
+				t.Errorf("defaults = %+v", c)
+			}
+		}},
+		{"default gateway implies gateway", `{"cniVersion":"1.0.0","name":"n","isDefaultGateway":true}`, "", func(t *testing.T, c *NetConf) {
+			if !c.IsGW {
+				t.Errorf("isDefaultGateway did not set isGateway")
+			}
+		}},
+		{"trunk sorted and deduplicated", `{"cniVersion":"1.0.0","name":"n","vlan":7,"vlanTrunk":[{"id":20},{"minID":5,"maxID":7},{"id":6}]}`, "", func(t *testing.T, c *NetConf) {
+			if want := []int{5, 6, 7, 20}; !slices.Equal(c.trunkIDs, want) {
+				t.Errorf("trunkIDs = %v, want %v", c.trunkIDs, want)
+			}
+		}},
+		{"mac from CNI_ARGS", `{"cniVersion":"1.0.0","name":"n"}`, "IgnoreUnknown=1;MAC=0a:00:00:00:00:01", func(t *testing.T, c *NetConf) {
+			wantMAC(t, c, "0a:00:00:00:00:01")
+		}},
+		{"args beats CNI_ARGS", `{"cniVersion":"1.0.0","name":"n","args":{"cni":{"mac":"0a:00:00:00:00:02"}}}`, "MAC=0a:00:00:00:00:01", func(t *testing.T, c *NetConf) {
+			wantMAC(t, c, "0a:00:00:00:00:02")
+		}},
+		{"runtimeConfig beats args", `{"cniVersion":"1.0.0","name":"n","args":{"cni":{"mac":"0a:00:00:00:00:02"}},"runtimeConfig":{"mac":"0a:00:00:00:00:03"}}`, "MAC=0a:00:00:00:00:01", func(t *testing.T, c *NetConf) {
+			wantMAC(t, c, "0a:00:00:00:00:03")
+		}},
+		{"every boolean key", `{"cniVersion":"1.0.0","name":"n","bridge":"br9","isGateway":true,"forceAddress":true,"ipMasq":true,"ipMasqBackend":"nftables","mtu":1400,"hairpinMode":true,"preserveDefaultVlan":true,"macspoofchk":true,"enabledad":true,"portIsolation":true,"ipam":{"type":"host-local"},"dns":{"nameservers":["10.0.0.53"]}}`, "", func(t *testing.T, c *NetConf) {
+			if c.BrName != "br9" || !c.IsGW || !c.ForceAddress || !c.IPMasq || c.backend() != "nftables" || c.MTU != 1400 ||
+				!c.HairpinMode || !c.PreserveDefaultVlan || !c.MacSpoofChk || !c.EnableDad || !c.PortIsolation ||
+				c.IPAM.Type != "host-local" || len(c.DNS.Nameservers) != 1 {
+				t.Errorf("conf = %+v", c)
+			}
+		}},
+		{"layer 2 at 0.3.0", `{"cniVersion":"0.3.0","name":"n","ipam":{},"disableContainerInterface":true,"promiscMode":true}`, "", func(t *testing.T, c *NetConf) {
+			if c.hasIPAM() || !c.DisableContainerInterface || !c.PromiscMode {
+				t.Errorf("conf = %+v", c)
+			}
+		}},
+		{"one range per family at 0.2.0", `{"cniVersion":"0.2.0","name":"n","ipam":{"type":"host-local","ranges":[[{"subnet":"10.1.0.0/24"}],[{"subnet":"fd00::/64"}]]}}`, "", func(*testing.T, *NetConf) {}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.ReplaceAll(tt.name, " ", "_"), func(t *testing.T) {
+			c, err := loadConf([]byte(tt.conf), tt.cniArgs)
+			if err != nil {
+				t.Fatalf("loadConf(%s) = %v", tt.conf, err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func wantMAC(t *testing.T, c *NetConf, want string) {
+	t.Helper()
+	if c.mac.String() != want {
+		t.Errorf("mac = %v, want %s", c.mac, want)
+	}
+}
+
+func TestLoadConfErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		conf    string
+		cniArgs string
+		kind    error
+		want    []string // substrings of the message: field and value
+	}{
+		{"bridge name too long", `{"cniVersion":"1.0.0","name":"n","bridge":"abcdefghijklmnop"}`, "", types.ErrInvalidConfig, []string{`bridge "abcdefghijklmnop"`}},
+		{"bridge name with slash", `{"cniVersion":"1.0.0","name":"n","bridge":"a/b"}`, "", types.ErrInvalidConfig, []string{`bridge "a/b"`}},
+		{"vlan too big", `{"cniVersion":"1.0.0","name":"n","vlan":4095}`, "", types.ErrInvalidConfig, []string{"vlan", "invalid VLAN ID 4095"}},
+		{"vlan negative", `{"cniVersion":"1.0.0","name":"n","vlan":-1}`, "", types.ErrInvalidConfig, []string{"invalid VLAN ID -1"}},
+		{"trunk id zero", `{"cniVersion":"1.0.0","name":"n","vlanTrunk":[{"id":0}]}`, "", types.ErrInvalidConfig, []string{"vlanTrunk[0]", "incorrect trunk id parameter 0"}},
+		{"trunk minID too big", `{"cniVersion":"1.0.0","name":"n","vlanTrunk":[{"minID":5000,"maxID":5001}]}`, "", types.ErrInvalidConfig, []string{"incorrect trunk minID parameter 5000", "incorrect trunk maxID parameter 5001"}},
+		{"trunk minID missing", `{"cniVersion":"1.0.0","name":"n","vlanTrunk":[{"id":3},{"maxID":9}]}`, "", types.ErrInvalidConfig, []string{"vlanTrunk[1]", "minID is missing"}},
+		{"trunk maxID missing", `{"cniVersion":"1.0.0","name":"n","vlanTrunk":[{"minID":9}]}`, "", types.ErrInvalidConfig, []string{"maxID is missing"}},
+		{"trunk reversed", `{"cniVersion":"1.0.0","name":"n","vlanTrunk":[{"minID":9,"maxID":3}]}`, "", types.ErrInvalidConfig, []string{"minID is greater than maxID", "9 > 3"}},
+		{"trunk empty entry", `{"cniVersion":"1.0.0","name":"n","vlanTrunk":[{}]}`, "", types.ErrInvalidConfig, []string{"vlanTrunk[0]", "needs id"}},
+		{"vlan gateway name too long", `{"cniVersion":"1.0.0","name":"n","bridge":"abcdefghijkl","vlan":100,"isGateway":true,"ipam":{"type":"host-local"}}`, "", types.ErrInvalidConfig, []string{`"abcdefghijkl.100"`}},
+		{"hairpin with promisc", `{"cniVersion":"1.0.0","name":"n","hairpinMode":true,"promiscMode":true}`, "", types.ErrInvalidConfig, []string{"cannot set hairpin mode and promiscuous mode at the same time"}},
+		{"ipam with disabled interface", `{"cniVersion":"1.0.0","name":"n","disableContainerInterface":true,"ipam":{"type":"host-local"}}`, "", types.ErrInvalidConfig, []string{"disableContainerInterface", `"host-local"`}},
+		{"mtu too small", `{"cniVersion":"1.0.0","name":"n","mtu":60}`, "", types.ErrInvalidConfig, []string{"mtu 60"}},
+		{"mtu negative", `{"cniVersion":"1.0.0","name":"n","mtu":-5}`, "", types.ErrInvalidConfig, []string{"mtu -5"}},
+		{"unknown backend", `{"cniVersion":"1.0.0","name":"n","ipMasqBackend":"ebtables"}`, "", types.ErrInvalidConfig, []string{`ipMasqBackend "ebtables"`}},
+		{"bad CNI_ARGS MAC", `{"cniVersion":"1.0.0","name":"n"}`, "MAC=zz", types.ErrInvalidConfig, []string{`CNI_ARGS MAC "zz"`}},
+		{"bad args mac", `{"cniVersion":"1.0.0","name":"n","args":{"cni":{"mac":"01:00:5e:00:00:01"}}}`, "", types.ErrInvalidConfig, []string{`args.cni.mac "01:00:5e:00:00:01"`, "multicast"}},
+		{"bad runtimeConfig mac", `{"cniVersion":"1.0.0","name":"n","runtimeConfig":{"mac":"00:11"}}`, "", types.ErrInvalidConfig, []string{`runtimeConfig.mac "00:11"`}},
+		{"unknown CNI_ARGS key", `{"cniVersion":"1.0.0","name":"n"}`, "FOO=1", types.ErrUnsupportedField, []string{"FOO"}},
+		{"string for a bool", `{"cniVersion":"1.0.0","name":"n","portIsolation":"true"}`, "", types.ErrDecoding, []string{"portIsolation"}},
+		{"layer 2 at 0.2.0", `{"cniVersion":"0.2.0","name":"n","ipam":{}}`, "", types.ErrIncompatibleVersion, []string{"layer 2", "0.2.0"}},
+		{"two IPv4 ranges at 0.1.0", `{"cniVersion":"0.1.0","name":"n","ipam":{"type":"host-local","ranges":[[{"subnet":"10.1.0.0/24"}],[{"subnet":"10.2.0.0/24"}]]}}`, "", types.ErrIncompatibleVersion, []string{"2 IPv4 ranges", "0.1.0"}},
+		{"several problems at once", `{"cniVersion":"1.0.0","name":"n","vlan":5000,"mtu":1}`, "", types.ErrInvalidConfig, []string{"invalid VLAN ID 5000", "mtu 1"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.ReplaceAll(tt.name, " ", "_"), func(t *testing.T) {
+			_, err := loadConf([]byte(tt.conf), tt.cniArgs)
+			if err == nil {
+				t.Fatalf("loadConf(%s) = nil error, want %v", tt.conf, tt.kind)
+			}
+			if !errors.Is(err, tt.kind) {
+				t.Errorf("loadConf(%s) = %v, want kind %v", tt.conf, err, tt.kind)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("loadConf(%s) = %q, want it to mention %q", tt.conf, err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestHostVethName(t *testing.T) {
+	a := hostVethName("net", "ctr1", "eth0")
+	if len(a) != 12 || !strings.HasPrefix(a, "veth") {
+		t.Errorf("hostVethName = %q, want veth + 8 hex digits", a)
+	}
+	if a != hostVethName("net", "ctr1", "eth0") {
+		t.Errorf("hostVethName is not stable")
+	}
+	if a == hostVethName("net", "ctr1", "eth1") || a == hostVethName("net2", "ctr1", "eth0") {
+		t.Errorf("hostVethName does not depend on every part of the owner")
+	}
+}
+
+func TestFirstHost(t *testing.T) {
+	tests := []struct{ cidr, want string }{
+		{"10.1.2.77/24", "10.1.2.1"},
+		{"10.1.255.255/16", "10.1.0.1"},
+		{"fd00::1234/64", "fd00::1"},
+	}
+	for _, tt := range tests {
+		n, err := types.ParseCIDR(tt.cidr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := firstHost(*n); got.String() != tt.want {
+			t.Errorf("firstHost(%s) = %v, want %s", tt.cidr, got, tt.want)
+		}
+	}
+}
