@@ -1,0 +1,206 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"cnisuite/pkg/types"
+)
+
+// stampLag puts the instant stamped on the network directory in the past,
+// so that any later change of it, which the kernel stamps with the current
+// time, gives it another time even on file systems with coarse timestamps.
+const stampLag = 5 * time.Second
+
+func (s *Store) indexPathOf(name string) string { return filepath.Join(s.indexDir, name) }
+
+// indexKey names the index file of an attachment; container IDs and
+// interface names are not trusted as file names.
+func indexKey(a types.Attachment) string {
+	sum := sha256.Sum256([]byte(a.ContainerID + "\x00" + a.IfName))
+	return hex.EncodeToString(sum[:16])
+}
+
+// indexGet returns the addresses the index lists for a (unconfirmed).
+func (s *Store) indexGet(a types.Attachment) ([]net.IP, error) {
+	data, err := os.ReadFile(s.indexPathOf(indexKey(a)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, ioErr("reading lease index", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) < 2 || lines[0] != a.ContainerID || lines[1] != a.IfName {
+		return nil, nil
+	}
+	var out []net.IP
+	for _, l := range lines[2:] {
+		if ip := net.ParseIP(l); ip != nil {
+			out = append(out, ip)
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) indexAdd(a types.Attachment, ip net.IP) error {
+	ips, err := s.indexGet(a)
+	if err != nil {
+		return err
+	}
+	return s.indexPut(a, append(ips, ip))
+}
+
+func (s *Store) indexRemove(a types.Attachment, ip net.IP) error {
+	ips, err := s.indexGet(a)
+	if err != nil {
+		return err
+	}
+	var keep []net.IP
+	for _, x := range ips {
+		if !x.Equal(ip) {
+			keep = append(keep, x)
+		}
+	}
+	return s.indexPut(a, keep)
+}
+
+// indexPut replaces the index file of a; an empty list removes it.
+func (s *Store) indexPut(a types.Attachment, ips []net.IP) error {
+	path := s.indexPathOf(indexKey(a))
+	var err error
+	if len(ips) == 0 {
+		err = removeIfExists(path)
+	} else {
+		err = replaceFile(s.indexPathOf(indexTmpName), path, indexContent(a, ips))
+	}
+	if err != nil {
+		return ioErr("updating lease index", err)
+	}
+	s.point("index-updated")
+	return nil
+}
+
+func indexContent(a types.Attachment, ips []net.IP) []byte {
+	var b strings.Builder
+	b.WriteString(a.ContainerID + "\n" + a.IfName + "\n")
+	for _, ip := range ips {
+		b.WriteString(ip.String() + "\n")
+	}
+	return []byte(b.String())
+}
+
+// ensureIndex rebuilds the index unless its stamp matches the modification
+// time of the network directory.
+func (s *Store) ensureIndex() error {
+	dirInfo, err := os.Stat(s.dir)
+	if err != nil {
+		return ioErr("checking lease directory", err)
+	}
+	data, err := os.ReadFile(s.indexPathOf(stampName))
+	if err == nil && string(data) == strconv.FormatInt(dirInfo.ModTime().UnixNano(), 10) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return ioErr("reading lease index stamp", err)
+	}
+	leases, err := s.scan()
+	if err != nil {
+		return err
+	}
+	return s.rebuild(leases)
+}
+
+// begin removes the stamp before the first change, so that a crash before
+// Commit leaves the index unstamped, hence rebuilt by the next Lock.
+func (s *Store) begin() error {
+	if s.dirty {
+		return nil
+	}
+	if err := removeIfExists(s.indexPathOf(stampName)); err != nil {
+		return ioErr("invalidating lease index", err)
+	}
+	s.dirty = true
+	s.point("stamp-removed")
+	return nil
+}
+
+// leaseEntry is one lease file.
+type leaseEntry struct {
+	ip    net.IP
+	owner types.Attachment
+}
+
+// scan reads every lease file.
+func (s *Store) scan() ([]leaseEntry, error) {
+	names, err := s.leaseNames()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]leaseEntry, 0, len(names))
+	for _, name := range names {
+		ip := net.ParseIP(name)
+		owner, ok, err := s.Owner(ip)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, leaseEntry{ip: ip, owner: owner})
+		}
+	}
+	return out, nil
+}
+
+// rebuild writes a new index from leases and stamps it fresh.
+func (s *Store) rebuild(leases []leaseEntry) error {
+	s.dirty = true
+	if err := os.RemoveAll(s.indexDir); err != nil {
+		return ioErr("removing stale lease index", err)
+	}
+	if err := os.MkdirAll(s.indexDir, 0o700); err != nil {
+		return ioErr("creating lease index", err)
+	}
+	byOwner := map[types.Attachment][]net.IP{}
+	for _, l := range leases {
+		if l.owner.ContainerID != "" {
+			byOwner[l.owner] = append(byOwner[l.owner], l.ip)
+		}
+	}
+	for a, ips := range byOwner {
+		if err := writeNew(s.indexPathOf(indexKey(a)), indexContent(a, ips)); err != nil {
+			return ioErr("writing lease index", err)
+		}
+	}
+	s.point("index-rebuilt")
+	return s.stamp()
+}
+
+// stamp sets the modification time of the network directory to an instant
+// in the past and writes that time, as the file system keeps it, into the
+// index's stamp file: the index matches the lease files while the two agree.
+func (s *Store) stamp() error {
+	t := time.Now().Add(-stampLag)
+	if err := os.Chtimes(s.dir, t, t); err != nil {
+		return ioErr("stamping lease directory", err)
+	}
+	s.point("dir-stamped")
+	fi, err := os.Stat(s.dir)
+	if err != nil {
+		return ioErr("stamping lease directory", err)
+	}
+	stamp := strconv.FormatInt(fi.ModTime().UnixNano(), 10)
+	if err := replaceFile(s.indexPathOf(indexTmpName), s.indexPathOf(stampName), []byte(stamp)); err != nil {
+		return ioErr("stamping lease index", err)
+	}
+	s.point("index-stamped")
+	s.dirty = false
+	return nil
+}

@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/types"
+)
+
+// lockWait bounds how long Lock waits when ctx has no deadline.
+const lockWait = 2 * time.Minute
+
+// Lock creates the network directory and its lock file when missing, takes
+// the lock — flock(2) on <dir>/lock, the same lock the reference takes —
+// removes what a crashed run left behind, and rebuilds the index when it is
+// missing or stale. One ADD, DEL, CHECK or GC holds it throughout.
+func (s *Store) Lock(ctx context.Context) error {
+	if s.lock != nil {
+		return errors.New("store: lock already held")
+	}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return ioErr("creating lease directory", err)
+	}
+	f, err := os.OpenFile(s.path(lockName), os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return ioErr("opening lock file", err)
+	}
+	if err := flockWait(ctx, f); err != nil {
+		return errors.Join(err, f.Close())
+	}
+	s.lock, s.dirty, s.broken = f, false, false
+	if err := s.cleanTemporaries(); err != nil {
+		return errors.Join(err, s.Unlock())
+	}
+	if err := s.ensureIndex(); err != nil {
+		return errors.Join(err, s.Unlock())
+	}
+	return nil
+}
+
+// flockWait takes an exclusive flock on f, polling so that it gives up when
+// ctx ends or after lockWait.
+func flockWait(ctx context.Context, f *os.File) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(lockWait)
+	}
+	pause := 100 * time.Microsecond
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, unix.EINTR):
+			continue
+		case !errors.Is(err, unix.EWOULDBLOCK):
+			return ioErr("locking "+f.Name(), err)
+		case time.Now().After(deadline):
+			return types.Errorf(types.ErrTryAgain, "lease directory lock %s is held by another process; gave up waiting", f.Name())
+		}
+		select {
+		case <-ctx.Done():
+			return types.Errorf(types.ErrTryAgain, "waiting for lock %s: %w", f.Name(), ctx.Err())
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Millisecond)
+	}
+}
+
+// Commit records that the index matches the lease files after changes.
+// Unlock commits too; a caller that must undo its changes when the commit
+// fails calls it while it still holds the lock.
+// After a change that failed half-way it stamps nothing, so the next Lock
+// rebuilds the index from the lease files.
+func (s *Store) Commit() error {
+	if !s.dirty || s.broken {
+		return nil
+	}
+	return s.stamp()
+}
+
+// Unlock commits pending changes and releases the lock.
+func (s *Store) Unlock() error {
+	if s.lock == nil {
+		return nil
+	}
+	err := s.Commit()
+	if uerr := unix.Flock(int(s.lock.Fd()), unix.LOCK_UN); uerr != nil {
+		err = errors.Join(err, ioErr("unlocking", uerr))
+	}
+	if cerr := s.lock.Close(); cerr != nil {
+		err = errors.Join(err, ioErr("closing lock file", cerr))
+	}
+	s.lock = nil
+	return err
+}
+
+// cleanTemporaries removes temporary files a crashed run may have left.
+func (s *Store) cleanTemporaries() error {
+	for _, p := range []string{s.path(leaseTmpName), s.path(lastTmpName), s.indexPathOf(indexTmpName)} {
+		if err := removeIfExists(p); err != nil {
+			return ioErr("removing temporary file", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,297 @@
+// Package store keeps host-local leases on disk in the reference plugin's
+// format, so that either binary can run on a node after the other:
+//
+//	<dataDir>/<network>/<ip>                  "<containerID>\r\n<ifname>" (legacy: "<containerID>")
+//	<dataDir>/<network>/last_reserved_ip.<n>  last address reserved in range set n
+//	<dataDir>/<network>/lock                  flock(2)ed around every change
+//
+// The lease files are the only source of truth. To find the leases of one
+// attachment without reading every lease file, the store keeps an index, one
+// small file per attachment, under <dataDir>/.host-local-index/<network>/.
+// The index is trusted only while its stamp file holds the modification
+// time of the network directory. A change removes the stamp first; its
+// commit sets the directory's time to an instant in the past and writes that
+// instant into the stamp. Any other change of the network directory — by the
+// reference plugin or an operator — gives the directory the current time,
+// and a crash half-way leaves no stamp: either way the next Lock rebuilds
+// the index from the lease files.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"cnisuite/pkg/types"
+)
+
+// File names inside the network directory.
+const (
+	lockName           = "lock"
+	lastReservedPrefix = "last_reserved_ip."
+	leaseTmpName       = ".lease.tmp"
+	lastTmpName        = ".last_reserved_ip.tmp"
+	indexRootName      = ".host-local-index"
+	indexTmpName       = ".tmp"
+	stampName          = ".stamp"
+)
+
+// Store is the lease directory of one network. Every method but Open,
+// Exists, Count and Taken needs the lock (Lock).
+type Store struct {
+	dir      string // <dataDir>/<network>
+	indexDir string // <dataDir>/.host-local-index/<network>
+	lock     *os.File
+	dirty    bool // changed since the last stamp
+	broken   bool // a change failed half-way: leave the index stale
+
+	// crash, when set (tests only), is called after every write, to let a
+	// test stop the process between any two writes.
+	crash func(point string)
+}
+
+// Open returns the store of network under dataDir. It validates the network
+// name, which becomes a path, and touches nothing on disk.
+func Open(dataDir, network string) (*Store, error) {
+	if err := types.ValidateNetworkName(network); err != nil {
+		return nil, err
+	}
+	if dataDir == "" {
+		return nil, types.Errorf(types.ErrInvalidConfig, "ipam.dataDir: empty path")
+	}
+	return &Store{
+		dir:      filepath.Join(dataDir, network),
+		indexDir: filepath.Join(dataDir, indexRootName, network),
+	}, nil
+}
+
+// Dir returns the network directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Exists reports whether the network directory exists.
+func (s *Store) Exists() (bool, error) {
+	_, err := os.Stat(s.dir)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, ioErr("checking lease directory", err)
+}
+
+// markBroken notes a failed change, after which the index is not stamped.
+func (s *Store) markBroken(err *error) {
+	if *err != nil {
+		s.broken = true
+	}
+}
+
+func (s *Store) point(name string) {
+	if s.crash != nil {
+		s.crash(name)
+	}
+}
+
+func (s *Store) path(name string) string { return filepath.Join(s.dir, name) }
+
+// leaseName is the file name of the lease of ip, as the reference writes it.
+func leaseName(ip net.IP) string { return ip.String() }
+
+// Reserve leases ip to a and records ip as the last address reserved in
+// range set set. It returns false when ip is already leased. A failure
+// after the lease file was written removes it again.
+func (s *Store) Reserve(a types.Attachment, ip net.IP, set int) (ok bool, err error) {
+	defer s.markBroken(&err)
+	if strings.ContainsAny(a.ContainerID+a.IfName, "\r\n") || a.ContainerID == "" {
+		return false, types.Errorf(types.ErrInvalidEnv, "container ID %q / interface %q: not usable in a lease", a.ContainerID, a.IfName)
+	}
+	if err := s.begin(); err != nil {
+		return false, err
+	}
+	ok, err = s.createLease(ip, []byte(a.ContainerID+"\r\n"+a.IfName))
+	if err != nil || !ok {
+		return false, err
+	}
+	err = s.indexAdd(a, ip)
+	if err == nil {
+		err = s.writeLastReserved(set, ip)
+	}
+	if err != nil {
+		return false, errors.Join(err, s.Release(ip))
+	}
+	return true, nil
+}
+
+// createLease writes the lease file of ip atomically: the content goes to a
+// temporary file first, which is then hard-linked under the address's name.
+// link(2) fails when the name exists, so two writers never share an address,
+// and a crash leaves either no lease or a complete one.
+func (s *Store) createLease(ip net.IP, content []byte) (bool, error) {
+	tmp := s.path(leaseTmpName)
+	if err := writeNew(tmp, content); err != nil {
+		return false, ioErr("writing lease", err)
+	}
+	s.point("lease-tmp-written")
+	linkErr := os.Link(tmp, s.path(leaseName(ip)))
+	if linkErr == nil {
+		s.point("lease-linked")
+	}
+	if err := removeIfExists(tmp); err != nil {
+		return false, errors.Join(ioErr("removing temporary lease", err), s.removeLease(ip, linkErr))
+	}
+	s.point("lease-tmp-removed")
+	switch {
+	case errors.Is(linkErr, fs.ErrExist):
+		return false, nil
+	case linkErr != nil:
+		return false, ioErr("creating lease", linkErr)
+	}
+	return true, nil
+}
+
+func (s *Store) removeLease(ip net.IP, linkErr error) error {
+	if linkErr != nil {
+		return nil
+	}
+	return removeIfExists(s.path(leaseName(ip)))
+}
+
+// Release removes the lease of ip; an absent lease is not an error.
+func (s *Store) Release(ip net.IP) (err error) {
+	defer s.markBroken(&err)
+	owner, ok, err := s.Owner(ip)
+	if err != nil || !ok {
+		return err
+	}
+	if err := s.begin(); err != nil {
+		return err
+	}
+	if err := removeIfExists(s.path(leaseName(ip))); err != nil {
+		return ioErr("releasing lease", err)
+	}
+	s.point("lease-removed")
+	return s.indexRemove(owner, ip)
+}
+
+// Owner returns the attachment a lease file names, with IfName empty for a
+// legacy lease; ok is false when ip is not leased.
+func (s *Store) Owner(ip net.IP) (owner types.Attachment, ok bool, err error) {
+	data, err := os.ReadFile(s.path(leaseName(ip)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return types.Attachment{}, false, nil
+	}
+	if err != nil {
+		return types.Attachment{}, false, ioErr("reading lease", err)
+	}
+	return parseLease(data), true, nil
+}
+
+// parseLease reads "<id>\r\n<ifname>" or the legacy "<id>", ignoring
+// whitespace around the whole content as the reference does.
+func parseLease(data []byte) types.Attachment {
+	text := strings.TrimSpace(string(data))
+	if id, ifname, ok := strings.Cut(text, "\r\n"); ok {
+		return types.Attachment{ContainerID: id, IfName: ifname}
+	}
+	return types.Attachment{ContainerID: text}
+}
+
+// Leases returns the addresses leased to a; when there are none, those
+// leased in the legacy format to a's container ID. Each address the index
+// names is confirmed by reading its lease file.
+func (s *Store) Leases(a types.Attachment) ([]net.IP, error) {
+	ips, err := s.confirmed(a, a)
+	if err != nil || len(ips) > 0 {
+		return ips, err
+	}
+	legacy := types.Attachment{ContainerID: a.ContainerID}
+	return s.confirmed(legacy, legacy)
+}
+
+func (s *Store) confirmed(key, want types.Attachment) ([]net.IP, error) {
+	candidates, err := s.indexGet(key)
+	if err != nil {
+		return nil, err
+	}
+	var out []net.IP
+	for _, ip := range candidates {
+		owner, ok, err := s.Owner(ip)
+		if err != nil {
+			return nil, err
+		}
+		if ok && owner == want {
+			out = append(out, ip)
+		}
+	}
+	return out, nil
+}
+
+// LastReserved returns the last address reserved in range set set, or nil.
+func (s *Store) LastReserved(set int) (net.IP, error) {
+	data, err := os.ReadFile(s.path(fmt.Sprintf("%s%d", lastReservedPrefix, set)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, ioErr("reading last reserved address", err)
+	}
+	return net.ParseIP(strings.TrimSpace(string(data))), nil
+}
+
+func (s *Store) writeLastReserved(set int, ip net.IP) error {
+	tmp := s.path(lastTmpName)
+	if err := writeNew(tmp, []byte(ip.String())); err != nil {
+		return ioErr("writing last reserved address", err)
+	}
+	s.point("last-reserved-tmp-written")
+	if err := os.Rename(tmp, s.path(fmt.Sprintf("%s%d", lastReservedPrefix, set))); err != nil {
+		return ioErr("writing last reserved address", err)
+	}
+	s.point("last-reserved-renamed")
+	return nil
+}
+
+// Count returns how many lease files the network directory holds.
+func (s *Store) Count() (int, error) {
+	names, err := s.leaseNames()
+	return len(names), err
+}
+
+// Taken reports whether ip is leased.
+func (s *Store) Taken(ip net.IP) (bool, error) {
+	_, err := os.Lstat(s.path(leaseName(ip)))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, ioErr("checking lease", err)
+}
+
+// leaseNames lists the names of the lease files: those that are addresses.
+func (s *Store) leaseNames() ([]string, error) {
+	entries, err := os.ReadDir(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, ioErr("listing leases", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && net.ParseIP(e.Name()) != nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+func ioErr(what string, err error) error {
+	return types.Errorf(types.ErrIO, "%s: %w", what, err)
+}
