@@ -3,6 +3,7 @@
 
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BIN       := $(CURDIR)/bin
+TOOLS     := $(CURDIR)/bin/tools
 PREFIX    ?= /opt/cni
 DESTDIR   ?=
 GO        ?= go
@@ -12,7 +13,7 @@ STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 
 export GOFLAGS := -mod=mod
 
-.PHONY: all build install deps test unit privileged lint fmt vet staticcheck demo e2e bench clean
+.PHONY: all build tools install deps test unit privileged lint fmt vet staticcheck demo e2e bench clean
 
 all: build
 
@@ -21,10 +22,15 @@ build:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./,$(PLUGINS))
 
+## tools: the runtime client the demo and benchmark drive the plugins with
+tools:
+	@mkdir -p $(TOOLS)
+	$(GO) build -o $(TOOLS)/cnitool github.com/containernetworking/cni/cnitool
+
 ## install: copy the plugins to $(DESTDIR)$(PREFIX)/bin
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BIN)/* $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(addprefix $(BIN)/,$(notdir $(PLUGINS))) $(DESTDIR)$(PREFIX)/bin/
 
 ## deps: system packages and Go modules the tests need
 deps:
@@ -52,8 +58,8 @@ staticcheck:
 	$(STATICCHECK) ./...
 
 ## demo: build, then attach two containers and show traffic flowing
-demo: deps build
-	CNISUITE_BIN=$(BIN) GOPROXY=off scripts/sandbox.sh scripts/demo.sh
+demo: deps build tools
+	CNISUITE_BIN=$(BIN) CNISUITE_TOOLS=$(TOOLS) scripts/sandbox.sh scripts/demo.sh
 
 clean:
 	rm -rf $(BIN)
