@@ -166,6 +166,7 @@ func TestResultFor(t *testing.T) {
 		{Name: "eth0", Mac: "cc:cc:cc:cc:cc:cc", Sandbox: "/var/run/netns/x"},
 	}}
 	c := &Config{MAC: "02:00:00:00:00:09", MTU: 1400}
+	c.CNIVersion = "1.1.0"
 	mac, _ := net.ParseMAC("02:00:00:00:00:09")
 	got := resultFor(prev, "eth0", c, linkAttrs{MAC: mac, MTU: 1400})
 	want := []types.Interface{

@@ -12,6 +12,7 @@ import (
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/sysctl"
 	"cnisuite/pkg/types"
+	"cnisuite/pkg/version"
 )
 
 // tuner runs the verbs. Its fields are the paths tests point elsewhere.
@@ -91,6 +92,10 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs
 	if err != nil {
 		return linkAttrs{}, types.Errorf(types.ErrInvalidEnv, "CNI_IFNAME: %w", err)
 	}
+	changes := attrChanges(c, before)
+	if len(settings) == 0 && len(changes) == 0 {
+		return before, nil
+	}
 	st := &State{Network: c.Name}
 	snapshotAttrs(st, c, before)
 	if st.Sysctl, err = t.readSysctls(settings); err != nil {
@@ -103,7 +108,7 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs
 	}
 	var undo undoStack
 	err = t.writeSysctls(settings, st.Sysctl, &undo)
-	for _, ch := range attrChanges(c, before) {
+	for _, ch := range changes {
 		if err != nil {
 			break
 		}
@@ -208,8 +213,8 @@ func resultFor(prev *types.Result, ifName string, c *Config, after linkAttrs) *t
 		if c.HardwareAddr() != nil {
 			i.Mac = after.MAC.String()
 		}
-		if c.MTU != 0 {
-			i.Mtu = after.MTU
+		if c.MTU != 0 && version.AtLeast(c.CNIVersion, "1.1.0") {
+			i.Mtu = after.MTU // interface mtu is a key of spec 1.1.0
 		}
 	}
 	return r

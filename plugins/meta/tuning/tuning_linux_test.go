@@ -10,6 +10,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	cnitypes "github.com/containernetworking/cni/pkg/types"
+	types100 "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
 
 	"cnisuite/pkg/sysctl"
@@ -255,6 +256,39 @@ func TestAfterBridge(t *testing.T) {
 			attrs, value := c.snapshot()
 			if strings.EqualFold(attrs.MAC.String(), testMAC) || attrs.MTU != 1500 || attrs.Promisc || attrs.Allmulti || value != "0" {
 				t.Errorf("after DEL: %+v %s=%s; want the bridge's MAC, mtu 1500, promisc and allmulti off, 0", attrs, testSysPath, value)
+			}
+		})
+	}
+}
+
+// TestPassThrough runs tuning with nothing to tune: the result is the
+// prevResult, nothing is written, DEL succeeds.
+func TestPassThrough(t *testing.T) {
+	sandbox.Require(t)
+	for i, v := range testVersions {
+		t.Run(v, func(t *testing.T) {
+			c := newVethContainer(t, fmt.Sprintf("tup%d", i))
+			before, beforeValue := c.snapshot()
+			dataDir := t.TempDir()
+			conf := pluginConf(t, fmt.Sprintf(`{"cniVersion":%q,"name":"tunenet","type":"tuning","dataDir":%q,"prevResult":%s}`,
+				v, dataDir, prevResultJSON(v, c.netns.Path(), before.MAC)))
+			rt := &libcni.RuntimeConf{ContainerID: versionID("pass", v), NetNS: c.netns.Path(), IfName: testIfName}
+			cni := sandbox.Runtime(t)
+			res, err := cni.AddNetwork(ctx, conf, rt)
+			if err != nil {
+				t.Fatalf("ADD: %v", err)
+			}
+			r, err := types100.NewResultFromResult(res)
+			if err != nil || len(r.Interfaces) != 1 || r.Interfaces[0].Mac != before.MAC.String() || len(r.IPs) != 1 ||
+				r.IPs[0].Address.String() != "10.99.0.2/24" {
+				t.Errorf("ADD result = %+v, %v; want the prevResult unchanged", r, err)
+			}
+			if got := listDir(t, dataDir); len(got) != 0 {
+				t.Errorf("state files after a no-op ADD: %v, want none", got)
+			}
+			wantRestored(t, c, before, beforeValue)
+			if err := cni.DelNetwork(ctx, conf, rt); err != nil {
+				t.Errorf("DEL: %v", err)
 			}
 		})
 	}
