@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 
-	"cnisuite/pkg/types"
+	"cnisuite/pkg/firewall"
 )
 
-// newFirewall returns the firewall backend of the given kind.
-func newFirewall(_ context.Context, kind string) (fwBackend, error) {
-	return nil, types.Errorf(types.ErrNotAvailable, "firewall backend %q: not built in yet", kind)
+// newFirewall returns the firewall backend of the given kind; "" chooses
+// automatically, once per call.
+func newFirewall(ctx context.Context, kind string) (fwBackend, error) {
+	return firewall.New(ctx, kind)
 }

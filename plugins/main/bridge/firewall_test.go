@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/skel"
+	"cnisuite/pkg/types"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// fakeAttach returns an attachment with a finished dual-stack result whose
+// firewall is fw.
+func fakeAttach(t *testing.T, conf string, fw *firewall.Fake) *attach {
+	t.Helper()
+	c, err := loadConf([]byte(conf), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &plugin{newRules: func(context.Context, string) (fwBackend, error) { return fw, nil }}
+	v4, _ := types.ParseCIDR("10.22.0.5/24")
+	v6, _ := types.ParseCIDR("fd00:22::5/64")
+	res := &types.Result{
+		Interfaces: []*types.Interface{{Name: "cni0"}, {Name: "veth01234567"}, {Name: "eth0", Mac: "0a:58:0a:16:00:05", Sandbox: "/run/netns/x"}},
+		IPs: []*types.IPConfig{
+			{Interface: types.Int(2), Address: *v4, Gateway: firstHost(*v4)},
+			{Interface: types.Int(2), Address: *v6, Gateway: firstHost(*v6)},
+		},
+	}
+	return &attach{p: p, conf: c, args: &skel.CmdArgs{ContainerID: "ctr1", IfName: "eth0"}, res: res}
+}
+
+func TestFirewallRulesGolden(t *testing.T) {
+	confs := map[string]string{
+		"masq":       `{"cniVersion":"1.0.0","name":"l3net","ipMasq":true,"ipam":{"type":"host-local"}}`,
+		"spoofcheck": `{"cniVersion":"1.0.0","name":"l3net","macspoofchk":true,"ipam":{"type":"host-local"}}`,
+		"both":       `{"cniVersion":"1.0.0","name":"l3net","ipMasq":true,"macspoofchk":true,"ipam":{"type":"host-local"}}`,
+	}
+	for name, conf := range confs {
+		for _, kind := range []string{firewall.KindNFTables, firewall.KindIPTables} {
+			t.Run(name+"/"+kind, func(t *testing.T) {
+				fw := firewall.NewFake(kind)
+				at := fakeAttach(t, conf, fw)
+				ctx := context.Background()
+				if err := at.firewall(ctx); err != nil {
+					t.Fatalf("firewall() = %v", err)
+				}
+				golden(t, filepath.Join("testdata", name+"."+kind+".golden"), fw.Dump())
+				if err := at.checkRules(ctx); err != nil {
+					t.Errorf("checkRules() after ADD = %v", err)
+				}
+				if err := at.removeRules(ctx); err != nil {
+					t.Fatalf("removeRules() = %v", err)
+				}
+				if d := fw.Dump(); d != "" {
+					t.Errorf("rules left after DEL:\n%s", d)
+				}
+				if err := at.checkRules(ctx); err == nil {
+					t.Errorf("checkRules() after DEL = nil, want an error")
+				}
+			})
+		}
+	}
+}
+
+func TestFirewallUndoOnFailedAdd(t *testing.T) {
+	fw := firewall.NewFake(firewall.KindNFTables)
+	at := fakeAttach(t, `{"cniVersion":"1.0.0","name":"n","ipMasq":true,"ipam":{"type":"host-local"}}`, fw)
+	if err := at.firewall(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	at.undo.run(nil)
+	if d := fw.Dump(); d != "" {
+		t.Errorf("rules left after a failed ADD:\n%s", d)
+	}
+}
+
+func TestFirewallNotAskedFor(t *testing.T) {
+	fw := firewall.NewFake(firewall.KindNFTables)
+	at := fakeAttach(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"type":"host-local"}}`, fw)
+	ctx := context.Background()
+	if err := errorsJoin(at.firewall(ctx), at.removeRules(ctx), at.checkRules(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	if calls := fw.Calls(); len(calls) != 0 {
+		t.Errorf("firewall calls without ipMasq or macspoofchk: %v", calls)
+	}
+}
+
+func errorsJoin(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading %s (run with -update to create it): %v", path, err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
