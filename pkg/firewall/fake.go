@@ -1,0 +1,146 @@
+package firewall
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"cnisuite/pkg/types"
+)
+
+// Fake is an in-memory Backend for tests. It records the rules of every
+// owner and Dumps the text the backend of kind Kind would write for them.
+type Fake struct {
+	// Kind is KindNFTables (the default) or KindIPTables: the rendering
+	// Dump uses.
+	Kind string
+	// Err, when set, is returned by every call.
+	Err error
+
+	mu    sync.Mutex
+	state map[Owner]Rules
+	calls []string
+}
+
+// NewFake returns an empty fake rendering like the backend of kind.
+func NewFake(kind string) *Fake { return &Fake{Kind: kind, state: map[Owner]Rules{}} }
+
+func (f *Fake) record(format string, a ...any) error {
+	f.calls = append(f.calls, fmt.Sprintf(format, a...))
+	return f.Err
+}
+
+// Ensure records r as the owner's rules.
+func (f *Fake) Ensure(_ context.Context, o Owner, r Rules) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("ensure %s", o); err != nil {
+		return err
+	}
+	f.state[o] = r
+	return nil
+}
+
+// Remove forgets the owner.
+func (f *Fake) Remove(_ context.Context, o Owner) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("remove %s", o); err != nil {
+		return err
+	}
+	delete(f.state, o)
+	return nil
+}
+
+// Check fails with ErrMissing unless the owner's recorded rules render to
+// the same text as r.
+func (f *Fake) Check(_ context.Context, o Owner, r Rules) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("check %s", o); err != nil {
+		return err
+	}
+	have, ok := f.state[o]
+	if !ok || f.render(o, have) != f.render(o, r) {
+		return types.Errorf(ErrMissing, "%s: rules differ from the recorded ones", o)
+	}
+	return nil
+}
+
+// GC forgets the network's owners that are not kept.
+func (f *Fake) GC(_ context.Context, plugin, network string, keep []Owner) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("gc %s/%s keep %d", plugin, network, len(keep)); err != nil {
+		return err
+	}
+	kept := map[Owner]bool{}
+	for _, o := range keep {
+		o.Plugin, o.Network = plugin, network
+		kept[o] = true
+	}
+	for o := range f.state {
+		if o.Plugin == plugin && o.Network == network && !kept[o] {
+			delete(f.state, o)
+		}
+	}
+	return nil
+}
+
+// Usable returns Err.
+func (f *Fake) Usable(context.Context) error { return f.Err }
+
+// Owners returns the owners with rules, sorted.
+func (f *Fake) Owners() []Owner {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]Owner, 0, len(f.state))
+	for o := range f.state {
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// Calls returns the calls made so far, one line each.
+func (f *Fake) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string{}, f.calls...)
+}
+
+// Dump returns, per owner in order, the text the backend would write.
+func (f *Fake) Dump() string {
+	var b strings.Builder
+	for _, o := range f.Owners() {
+		f.mu.Lock()
+		fmt.Fprintf(&b, "# owner %s\n%s", o, f.render(o, f.state[o]))
+		f.mu.Unlock()
+	}
+	return b.String()
+}
+
+func (f *Fake) render(o Owner, r Rules) string {
+	return Render(f.Kind, o, r)
+}
+
+// Render returns the transaction text a backend of the given kind writes
+// for an owner with no rules yet: the nft script, or the iptables-restore
+// payloads (IPv4 then IPv6) followed by the nft script of the spoof check.
+func Render(kind string, o Owner, r Rules) string {
+	if kind != KindIPTables {
+		return nftEnsureScript(nftDesired(o, r), nil)
+	}
+	var b strings.Builder
+	for _, v4 := range []bool{true, false} {
+		if d := iptDesired(o, r, v4); len(d) > 0 {
+			fmt.Fprintf(&b, "# %s\n%s", iptFor(v4).restoreCmd, iptEnsurePayload(o, d, nil))
+		}
+	}
+	if r.SpoofCheck != nil {
+		b.WriteString("# nft\n" + nftEnsureScript(nftDesired(o, Rules{SpoofCheck: r.SpoofCheck}), nil))
+	}
+	return b.String()
+}

@@ -1,0 +1,146 @@
+package firewall
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"cnisuite/pkg/types"
+)
+
+// Check compares the owner's chains with the rules r needs, by the digest
+// comment of each rule, and checks each entry with iptables -C.
+func (b *iptBackend) Check(ctx context.Context, o Owner, r Rules) error {
+	for _, v4 := range []bool{true, false} {
+		if err := checkFamily(ctx, o, iptFor(v4), iptDesired(o, r, v4)); err != nil {
+			return fmt.Errorf("%s: %w", o, err)
+		}
+	}
+	if r.SpoofCheck != nil {
+		return b.spoof.Check(ctx, o, Rules{SpoofCheck: r.SpoofCheck})
+	}
+	return nil
+}
+
+func checkFamily(ctx context.Context, o Owner, t ipt, desired []iptUnit) error {
+	for _, u := range desired {
+		rules, err := t.list(ctx, u.chain)
+		if errors.Is(err, errNoChain) {
+			return types.Errorf(ErrMissing, "%s chain %s is missing", t.cmd, u.chain)
+		}
+		if err != nil {
+			return err
+		}
+		have := map[string]int{}
+		for _, r := range rules {
+			have[iptRuleComment(r)]++
+		}
+		for _, r := range u.rules {
+			c := iptRuleComment(r)
+			if have[c] == 0 {
+				return types.Errorf(ErrMissing, "%s rule %q is missing from chain %s", t.cmd, r, u.chain)
+			}
+			have[c]--
+		}
+		for _, e := range iptEntries(o, u.chain, u.rules) {
+			args := append([]string{"-w", "-t", "nat", "-C", e.parent}, splitSpec(e.spec)...)
+			if out, err := exec.CommandContext(ctx, t.cmd, args...).CombinedOutput(); err != nil {
+				return types.Errorf(ErrMissing, "%s jump %q in %s: %s", t.cmd, e.spec, e.parent, strings.TrimSpace(string(out)))
+			}
+		}
+	}
+	return nil
+}
+
+// splitSpec splits a rule spec into arguments; double quotes group words.
+func splitSpec(spec string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted, started := false, false
+	for _, r := range spec {
+		switch {
+		case r == '"':
+			quoted, started = !quoted, true
+		case r == ' ' && !quoted:
+			if started {
+				out = append(out, cur.String())
+				cur.Reset()
+				started = false
+			}
+		default:
+			cur.WriteRune(r)
+			started = true
+		}
+	}
+	if started {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// GC removes the network's owner chains whose owner is not kept. It reads
+// the whole nat table once per family (iptables-save -t nat).
+func (b *iptBackend) GC(ctx context.Context, plugin, network string, keep []Owner) error {
+	kept := map[string]bool{}
+	for _, o := range keep {
+		o.Plugin, o.Network = plugin, network
+		for _, c := range iptOwnerChains(o) {
+			kept[c] = true
+		}
+	}
+	var errs []error
+	for _, v4 := range []bool{true, false} {
+		errs = append(errs, gcFamily(ctx, iptFor(v4), iptNetPrefixes(plugin, network), kept))
+	}
+	errs = append(errs, b.spoof.GC(ctx, plugin, network, keep))
+	return errors.Join(errs...)
+}
+
+func gcFamily(ctx context.Context, t ipt, prefixes []string, kept map[string]bool) error {
+	save := strings.TrimSuffix(t.restoreCmd, "-restore") + "-save"
+	cmd := exec.CommandContext(ctx, save, "-t", "nat")
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return types.Errorf(types.ErrIO, "%s -t nat: %w: %s", save, err, strings.TrimSpace(stderr.String()))
+	}
+	stale := map[string]bool{}
+	lines := strings.Split(out.String(), "\n")
+	for _, l := range lines {
+		if name, ok := strings.CutPrefix(l, ":"); ok {
+			name, _, _ = strings.Cut(name, " ")
+			if hasAnyPrefix(name, prefixes) && !kept[name] {
+				stale[name] = true
+			}
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	payload := []string{"*nat"}
+	for c := range stale {
+		payload = append(payload, ":"+c+" - [0:0]")
+	}
+	for _, l := range lines {
+		if fields := strings.Fields(l); len(fields) > 2 && fields[0] == "-A" && !stale[fields[1]] &&
+			stale[fields[len(fields)-1]] && fields[len(fields)-2] == "-j" {
+			payload = append(payload, "-D"+strings.TrimPrefix(l, "-A"))
+		}
+	}
+	for c := range stale {
+		payload = append(payload, "-X "+c)
+	}
+	return t.restore(ctx, strings.Join(append(payload, "COMMIT"), "\n")+"\n")
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,202 @@
+package firewall
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"cnisuite/pkg/types"
+)
+
+// iptBackend writes with one `iptables-restore --noflush --wait` payload
+// per family and call, and reads only the owner's own chains
+// (`iptables -t nat -S <chain>`), never the whole table.
+type iptBackend struct {
+	v4, v6 ipt
+	spoof  *nftBackend // spoof checks are bridge-family rules: nftables
+}
+
+func newIPTables() *iptBackend {
+	return &iptBackend{v4: iptFor(true), v6: iptFor(false), spoof: newNFTables()}
+}
+
+// ipt runs the tools of one family.
+type ipt struct{ cmd, restoreCmd string }
+
+func iptFor(v4 bool) ipt {
+	if v4 {
+		return ipt{cmd: "iptables", restoreCmd: "iptables-restore"}
+	}
+	return ipt{cmd: "ip6tables", restoreCmd: "ip6tables-restore"}
+}
+
+// errNoChain is returned by list for a chain that does not exist.
+var errNoChain = errors.New("no such chain")
+
+// list returns the rules of a chain of table nat without the "-A <chain> "
+// prefix. Equivalent to: iptables -t nat -S <chain>
+func (t ipt) list(ctx context.Context, chain string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, t.cmd, "-w", "-t", "nat", "-S", chain)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 1 {
+			return nil, errNoChain
+		}
+		return nil, types.Errorf(types.ErrIO, "%s -t nat -S %s: %w: %s", t.cmd, chain, err, strings.TrimSpace(stderr.String()))
+	}
+	var rules []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "-A "+chain+" "); ok {
+			rules = append(rules, rest)
+		} else if strings.HasPrefix(line, "-A ") {
+			rules = append(rules, line) // a parent listing keeps its lines whole
+		}
+	}
+	return rules, nil
+}
+
+// restore applies a payload as one transaction.
+// Equivalent to: iptables-restore --noflush --wait < payload
+func (t ipt) restore(ctx context.Context, payload string) error {
+	cmd := exec.CommandContext(ctx, t.restoreCmd, "--noflush", "--wait")
+	cmd.Stdin = strings.NewReader(payload)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return types.Errorf(types.ErrIO, "%s --noflush: %w: %s", t.restoreCmd, err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+// read returns the owner chains that exist with their rules.
+func (t ipt) read(ctx context.Context, chains []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, c := range chains {
+		rules, err := t.list(ctx, c)
+		if errors.Is(err, errNoChain) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[c] = rules
+	}
+	return out, nil
+}
+
+// Usable checks that both families' nat tables can be listed.
+func (b *iptBackend) Usable(ctx context.Context) error {
+	for _, t := range []ipt{b.v4, b.v6} {
+		cmd := exec.CommandContext(ctx, t.cmd, "-w", "-t", "nat", "-S", "POSTROUTING", "1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return types.Errorf(types.ErrNotAvailable, "iptables backend: %s: %w: %s", t.cmd, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// Ensure writes the owner's chains and entries, one payload per family.
+func (b *iptBackend) Ensure(ctx context.Context, o Owner, r Rules) error {
+	for _, v4 := range []bool{true, false} {
+		t := iptFor(v4)
+		desired := iptDesired(o, r, v4)
+		existing, err := t.read(ctx, iptProbeChains(o))
+		if err != nil {
+			return err
+		}
+		existing = withCompanions(o, existing)
+		if len(desired) == 0 && len(existing) == 0 {
+			continue
+		}
+		if err := t.restore(ctx, iptEnsurePayload(o, desired, existing)); err != nil {
+			return fmt.Errorf("%s: %w", o, err)
+		}
+	}
+	return b.ensureSpoof(ctx, o, r)
+}
+
+// iptProbeChains returns the chains whose state tells what an owner holds:
+// a bridge owner's masquerade chain; a portmap owner's DNAT chain, whose
+// hairpin chain always exists alongside.
+func iptProbeChains(o Owner) []string {
+	if o.Plugin == PluginPortmap {
+		return []string{iptChainName(iptPrefixDNAT, o)}
+	}
+	return []string{iptChainName(iptPrefixMasq, o)}
+}
+
+// withCompanions adds the hairpin chain to a portmap owner's existing
+// chains, since it was created and must be deleted with the DNAT chain.
+func withCompanions(o Owner, existing map[string][]string) map[string][]string {
+	if _, ok := existing[iptChainName(iptPrefixDNAT, o)]; ok {
+		existing[iptChainName(iptPrefixHairpin, o)] = nil
+	}
+	return existing
+}
+
+func (b *iptBackend) ensureSpoof(ctx context.Context, o Owner, r Rules) error {
+	if r.SpoofCheck == nil {
+		return nil
+	}
+	return b.spoof.Ensure(ctx, o, Rules{SpoofCheck: r.SpoofCheck})
+}
+
+// Remove deletes the owner's chains and entries, then the reference
+// plugins' rules of the attachment and the owner's spoof check.
+func (b *iptBackend) Remove(ctx context.Context, o Owner) error {
+	var errs []error
+	for _, v4 := range []bool{true, false} {
+		errs = append(errs, b.removeFamily(ctx, o, iptFor(v4)))
+	}
+	errs = append(errs, b.spoof.Remove(ctx, o)) // also the reference plugins' rules
+	return errors.Join(errs...)
+}
+
+func (b *iptBackend) removeFamily(ctx context.Context, o Owner, t ipt) error {
+	existing, err := t.read(ctx, iptProbeChains(o))
+	if err != nil {
+		return err
+	}
+	existing = withCompanions(o, existing)
+	payload := iptRemovePayload(o, existing)
+	if payload == "" {
+		return nil
+	}
+	if err := t.restore(ctx, payload); err != nil {
+		// An entry or the hairpin chain went missing behind our back:
+		// fall back to deleting whatever jumps to the owner's chains.
+		return removeSlow(ctx, t, existing)
+	}
+	return nil
+}
+
+// removeSlow deletes owner chains after listing the built-in chains for the
+// jumps into them.
+func removeSlow(ctx context.Context, t ipt, existing map[string][]string) error {
+	lines := []string{"*nat"}
+	for _, parent := range []string{"PREROUTING", "OUTPUT", "POSTROUTING"} {
+		rules, err := t.list(ctx, parent)
+		if err != nil {
+			return err
+		}
+		for _, r := range rules {
+			for chain := range existing {
+				if strings.HasSuffix(r, " -j "+chain) {
+					lines = append(lines, "-D"+strings.TrimPrefix(r, "-A"))
+				}
+			}
+		}
+	}
+	var declared []string
+	for chain := range sortedChains(existing) {
+		declared = append(declared, ":"+chain+" - [0:0]")
+		lines = append(lines, "-X "+chain)
+	}
+	lines = append(lines[:1], append(declared, lines[1:]...)...)
+	return t.restore(ctx, strings.Join(append(lines, "COMMIT"), "\n")+"\n")
+}

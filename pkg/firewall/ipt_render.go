@@ -1,0 +1,271 @@
+package firewall
+
+import (
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Owner chain prefixes of the iptables backend, all in table nat. Chain
+// names are at most 28 characters: prefix, 6 hex of the network hash, 14
+// of the owner hash.
+const (
+	iptPrefixMasq    = "CNIS-MQ-" // bridge masquerade, from POSTROUTING
+	iptPrefixDNAT    = "CNIS-DN-" // portmap DNAT, from PREROUTING and OUTPUT
+	iptPrefixHairpin = "CNIS-HM-" // portmap masquerade of marked packets
+)
+
+// iptUnit is an owner chain with its rules (the text after "-A <chain> ").
+type iptUnit struct {
+	chain string
+	rules []string
+}
+
+// iptEntry is a jump into an owner chain from a built-in chain.
+type iptEntry struct {
+	parent string
+	spec   string // "-m … -j <chain>"
+	insert bool   // -I <parent> 1 instead of -A
+}
+
+func iptChainName(prefix string, o Owner) string {
+	return prefix + o.netHash()[:6] + o.hash()[:14]
+}
+
+func iptNetPrefixes(plugin, network string) []string {
+	n := Owner{Plugin: plugin, Network: network}.netHash()[:6]
+	return []string{iptPrefixMasq + n, iptPrefixDNAT + n, iptPrefixHairpin + n}
+}
+
+// iptOwnerChains lists every chain an owner may have in one family.
+func iptOwnerChains(o Owner) []string {
+	return []string{iptChainName(iptPrefixMasq, o), iptChainName(iptPrefixDNAT, o), iptChainName(iptPrefixHairpin, o)}
+}
+
+// iptComment is the comment of a rule: a digest of the rule text.
+func iptComment(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return "cnisuite " + hex.EncodeToString(sum[:4])
+}
+
+// iptRule appends the digest comment before the target of a rule.
+func iptRule(matches, target string) string {
+	m := strings.TrimSpace(matches)
+	return strings.TrimSpace(fmt.Sprintf("%s -m comment --comment %q %s", m, iptComment(m+" "+target), target))
+}
+
+var iptCommentRE = regexp.MustCompile(`--comment "?(cnisuite [0-9a-f]{8})"?`)
+
+// iptRuleComment returns the digest comment of a listed rule.
+func iptRuleComment(line string) string {
+	m := iptCommentRE.FindStringSubmatch(line)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// iptDesired returns the owner chains r needs in one family.
+func iptDesired(o Owner, r Rules, v4 bool) []iptUnit {
+	var out []iptUnit
+	if u := iptMasqUnit(o, r.Masq, v4); len(u.rules) > 0 {
+		out = append(out, u)
+	}
+	if pm := r.PortMaps; pm != nil && (v4 && pm.ContainerV4 != nil || !v4 && pm.ContainerV6 != nil) {
+		out = append(out, iptDNATUnit(o, pm, v4), iptHairpinUnit(o, pm))
+	}
+	return out
+}
+
+func iptMasqUnit(o Owner, ms []Masq, v4 bool) iptUnit {
+	u := iptUnit{chain: iptChainName(iptPrefixMasq, o)}
+	multicast := "ff00::/8"
+	if v4 {
+		multicast = "224.0.0.0/4"
+	}
+	for _, m := range ms {
+		if isV4(m.Addr.IP) != v4 {
+			continue
+		}
+		src := "-s " + hostNet(m.Addr.IP).String()
+		u.rules = append(u.rules,
+			iptRule(src+" -d "+subnetOf(&m.Addr).String(), "-j RETURN"),
+			iptRule(src+" -d "+multicast, "-j RETURN"),
+			iptRule(src, "-j MASQUERADE"))
+	}
+	return u
+}
+
+// iptDNATUnit marks hairpin and localhost connections, then DNATs, per
+// mapping of the family.
+func iptDNATUnit(o Owner, pm *PortMaps, v4 bool) iptUnit {
+	u := iptUnit{chain: iptChainName(iptPrefixDNAT, o)}
+	cip, conds := pm.ContainerV6, pm.ConditionsV6
+	if v4 {
+		cip, conds = pm.ContainerV4, pm.ConditionsV4
+	}
+	mark := fmt.Sprintf("-j MARK --set-xmark %#x/%#x", 1<<pm.MarkBit, 1<<pm.MarkBit)
+	if pm.ExternalSetMarkChain != "" {
+		mark = "-j " + pm.ExternalSetMarkChain
+	}
+	var sources []string
+	switch {
+	case !pm.SNAT:
+	case pm.MasqAll:
+		sources = []string{""}
+	case v4:
+		sources = []string{"-s " + subnetOf(cip).String(), "-s 127.0.0.1/32"}
+	default:
+		sources = []string{"-s " + subnetOf(cip).String()}
+	}
+	for _, m := range forFamily(pm.Mappings, v4) {
+		match := strings.Join(conds, " ")
+		if h := specificHost(m); h != nil {
+			match += " -d " + hostNet(h).String()
+		}
+		match += fmt.Sprintf(" -p %s -m %s --dport %d", m.Protocol, m.Protocol, m.HostPort)
+		for _, src := range sources {
+			u.rules = append(u.rules, iptRule(src+" "+strings.TrimSpace(match), mark))
+		}
+		u.rules = append(u.rules, iptRule(match, "-j DNAT --to-destination "+joinHostPort(cip.IP, m.ContainerPort)))
+	}
+	return u
+}
+
+// iptHairpinUnit masquerades the packets the DNAT chain marked. It is empty
+// without SNAT, or when an external chain sets the mark (its owner then
+// masquerades).
+func iptHairpinUnit(o Owner, pm *PortMaps) iptUnit {
+	u := iptUnit{chain: iptChainName(iptPrefixHairpin, o)}
+	if pm.SNAT && pm.ExternalSetMarkChain == "" {
+		bit := fmt.Sprintf("%#x/%#x", 1<<pm.MarkBit, 1<<pm.MarkBit)
+		u.rules = append(u.rules, iptRule("-m mark --mark "+bit, "-j MASQUERADE"))
+	}
+	return u
+}
+
+var iptSourceRE = regexp.MustCompile(`^-s (\S+) `)
+
+// iptEntries returns the jumps leading into an owner chain. They are a
+// function of the chain's name and rules only, so Remove derives them from
+// what it reads back.
+func iptEntries(o Owner, chain string, rules []string) []iptEntry {
+	tag := fmt.Sprintf("-m comment --comment %q -j %s", "cnisuite "+o.String(), chain)
+	switch {
+	case strings.HasPrefix(chain, iptPrefixDNAT):
+		spec := "-m addrtype --dst-type LOCAL " + tag
+		return []iptEntry{{parent: "PREROUTING", spec: spec}, {parent: "OUTPUT", spec: spec}}
+	case strings.HasPrefix(chain, iptPrefixHairpin):
+		return []iptEntry{{parent: "POSTROUTING", spec: tag, insert: true}}
+	}
+	var srcs []string
+	seen := map[string]bool{}
+	for _, r := range rules {
+		if m := iptSourceRE.FindStringSubmatch(r); m != nil && !seen[m[1]] {
+			seen[m[1]] = true
+			srcs = append(srcs, m[1])
+		}
+	}
+	sort.Strings(srcs)
+	var out []iptEntry
+	for _, s := range srcs {
+		out = append(out, iptEntry{parent: "POSTROUTING", spec: "-s " + s + " " + tag})
+	}
+	return out
+}
+
+// iptEnsurePayload renders the iptables-restore --noflush payload turning
+// the existing owner chains (name → listed rules, without "-A <chain> ")
+// into the desired ones. Declaring a chain flushes it, so rewriting it is
+// one line; entries are added or deleted by difference.
+func iptEnsurePayload(o Owner, desired []iptUnit, existing map[string][]string) string {
+	lines := []string{"*nat"}
+	want := map[string]bool{}
+	for _, u := range desired {
+		want[u.chain] = true
+		lines = append(lines, ":"+u.chain+" - [0:0]")
+	}
+	for chain, rules := range sortedChains(existing) {
+		if !want[chain] {
+			lines = append(lines, iptDeleteChain(o, chain, rules)...)
+		}
+	}
+	for _, u := range desired {
+		for _, r := range u.rules {
+			lines = append(lines, "-A "+u.chain+" "+r)
+		}
+		old, had := existing[u.chain]
+		have := map[iptEntry]bool{}
+		if had {
+			for _, e := range iptEntries(o, u.chain, old) {
+				have[e] = true
+			}
+		}
+		wantEntries := map[iptEntry]bool{}
+		for _, e := range iptEntries(o, u.chain, u.rules) {
+			wantEntries[e] = true
+			if !have[e] {
+				lines = append(lines, e.add())
+			}
+		}
+		for _, e := range iptEntries(o, u.chain, old) {
+			if had && !wantEntries[e] {
+				lines = append(lines, "-D "+e.parent+" "+e.spec)
+			}
+		}
+	}
+	return strings.Join(append(lines, "COMMIT"), "\n") + "\n"
+}
+
+// iptRemovePayload deletes the existing owner chains and their entries;
+// empty when nothing exists.
+func iptRemovePayload(o Owner, existing map[string][]string) string {
+	if len(existing) == 0 {
+		return ""
+	}
+	lines := []string{"*nat"}
+	for chain, rules := range sortedChains(existing) {
+		lines = append(lines, iptDeleteChain(o, chain, rules)...)
+	}
+	return strings.Join(append(lines, "COMMIT"), "\n") + "\n"
+}
+
+func iptDeleteChain(o Owner, chain string, rules []string) []string {
+	var lines []string
+	for _, e := range iptEntries(o, chain, rules) {
+		lines = append(lines, "-D "+e.parent+" "+e.spec)
+	}
+	return append(lines, "-F "+chain, "-X "+chain)
+}
+
+func (e iptEntry) add() string {
+	if e.insert {
+		return "-I " + e.parent + " 1 " + e.spec
+	}
+	return "-A " + e.parent + " " + e.spec
+}
+
+// sortedChains iterates a chain map in name order, for stable payloads.
+func sortedChains(m map[string][]string) func(func(string, []string) bool) {
+	return func(yield func(string, []string) bool) {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if !yield(k, m[k]) {
+				return
+			}
+		}
+	}
+}
+
+func sha512Hex(s string) string {
+	sum := sha512.Sum512([]byte(s))
+	return hex.EncodeToString(sum[:])
+}

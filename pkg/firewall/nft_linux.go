@@ -1,0 +1,258 @@
+package firewall
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/userdata"
+	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/types"
+)
+
+// nftBackend writes with one `nft -f -` transaction per call and reads
+// over netlink, one request per owner chain, so neither grows with the
+// number of attachments on the node.
+type nftBackend struct {
+	nftPath string
+}
+
+func newNFTables() *nftBackend { return &nftBackend{nftPath: "nft"} }
+
+var familyOf = map[string]nftables.TableFamily{
+	"ip":     nftables.TableFamilyIPv4,
+	"ip6":    nftables.TableFamilyIPv6,
+	"inet":   nftables.TableFamilyINet,
+	"bridge": nftables.TableFamilyBridge,
+}
+
+// Usable checks that nft runs and the kernel answers nftables requests.
+func (b *nftBackend) Usable(ctx context.Context) error {
+	if _, err := exec.LookPath(b.nftPath); err != nil {
+		return types.Errorf(types.ErrNotAvailable, "nftables backend: %w", err)
+	}
+	conn, err := nftables.New()
+	if err != nil {
+		return types.Errorf(types.ErrNotAvailable, "nftables backend: %w", err)
+	}
+	if _, err := conn.ListTablesOfFamily(nftables.TableFamilyIPv4); err != nil {
+		return types.Errorf(types.ErrNotAvailable, "nftables backend: listing tables: %w", err)
+	}
+	return nil
+}
+
+// Ensure writes the owner's chains and map elements in one transaction.
+func (b *nftBackend) Ensure(ctx context.Context, o Owner, r Rules) error {
+	existing, err := nftRead(nftOwnerChains(o))
+	if err != nil {
+		return err
+	}
+	script := nftEnsureScript(nftDesired(o, r), existing)
+	if script == "" {
+		return nil
+	}
+	if err := b.run(ctx, script); err != nil {
+		if strings.Contains(err.Error(), "File exists") {
+			return types.Errorf(ErrConflict, "%s: a host port, address or interface is already taken by another attachment: %w", o, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// Remove deletes the owner's chains and map elements, and what the
+// reference plugins wrote for the same attachment.
+func (b *nftBackend) Remove(ctx context.Context, o Owner) error {
+	existing, err := nftRead(nftOwnerChains(o))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if script := nftRemoveScript(existing); script != "" {
+		errs = append(errs, b.run(ctx, script))
+	}
+	errs = append(errs, removeReference(ctx, o, b.run))
+	return errors.Join(errs...)
+}
+
+// Check compares the owner's chains with the rules r needs.
+func (b *nftBackend) Check(ctx context.Context, o Owner, r Rules) error {
+	desired := nftDesired(o, r)
+	existing, err := nftRead(desiredRefs(desired))
+	if err != nil {
+		return err
+	}
+	if err := nftCompare(desired, existing); err != nil {
+		return fmt.Errorf("%s: %w", o, err)
+	}
+	return nftCheckElems(desired)
+}
+
+// GC removes the network's owner chains whose owner is not kept.
+func (b *nftBackend) GC(ctx context.Context, plugin, network string, keep []Owner) error {
+	stale, err := nftStale(plugin, network, keep)
+	if err != nil {
+		return err
+	}
+	existing, err := nftRead(stale)
+	if err != nil {
+		return err
+	}
+	if script := nftRemoveScript(existing); script != "" {
+		return b.run(ctx, script)
+	}
+	return nil
+}
+
+// run applies a script as one transaction: nft -f -.
+func (b *nftBackend) run(ctx context.Context, script string) error {
+	return runNFT(ctx, b.nftPath, script)
+}
+
+func runNFT(ctx context.Context, path, script string) error {
+	cmd := exec.CommandContext(ctx, path, "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return types.Errorf(types.ErrIO, "nft -f -: %w: %s", err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+func desiredRefs(cs []nftChain) []nftChain {
+	out := make([]nftChain, len(cs))
+	for i, c := range cs {
+		out[i] = nftChain{table: c.table, name: c.name}
+	}
+	return out
+}
+
+// nftRead fetches the rule comments of the named chains that exist.
+func nftRead(chains []nftChain) ([]nftExisting, error) {
+	conn, err := nftables.New()
+	if err != nil {
+		return nil, types.Errorf(types.ErrIO, "netlink to nftables: %w", err)
+	}
+	var out []nftExisting
+	for _, c := range chains {
+		table := &nftables.Table{Name: c.table.name, Family: familyOf[c.table.family]}
+		rules, err := conn.GetRules(table, &nftables.Chain{Name: c.name, Table: table})
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			return nil, types.Errorf(types.ErrIO, "listing chain %s %s: %w", c.table, c.name, err)
+		}
+		e := nftExisting{table: c.table, name: c.name}
+		for _, r := range rules {
+			comment, _ := userdata.GetString(r.UserData, userdata.TypeComment)
+			e.comments = append(e.comments, comment)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// nftCompare reports the first desired rule missing from the kernel.
+func nftCompare(desired []nftChain, existing []nftExisting) error {
+	have := map[string]map[string]int{}
+	for _, e := range existing {
+		have[e.id()] = map[string]int{}
+		for _, c := range e.comments {
+			have[e.id()][c]++
+		}
+	}
+	for _, c := range desired {
+		got, ok := have[c.id()]
+		if !ok {
+			return types.Errorf(ErrMissing, "chain %s %s is missing", c.table, c.name)
+		}
+		for _, r := range c.rules {
+			if got[r.comment()] == 0 {
+				return types.Errorf(ErrMissing, "rule %q is missing from chain %s %s", r.text, c.table, c.name)
+			}
+			got[r.comment()]--
+		}
+	}
+	return nil
+}
+
+// nftCheckElems checks that every map element leads to its chain.
+func nftCheckElems(desired []nftChain) error {
+	conn, err := nftables.New()
+	if err != nil {
+		return types.Errorf(types.ErrIO, "netlink to nftables: %w", err)
+	}
+	counts := map[string]int{}
+	for _, c := range desired {
+		for _, el := range c.elems() {
+			counts[c.table.String()+" "+el.set+" "+c.name]++
+		}
+	}
+	for key, want := range counts {
+		parts := strings.Fields(key)
+		table := &nftables.Table{Family: familyOf[parts[0]], Name: parts[1]}
+		set, err := conn.GetSetByName(table, parts[2])
+		if err != nil {
+			return types.Errorf(ErrMissing, "map %s %s: %w", table.Name, parts[2], err)
+		}
+		elems, err := conn.GetSetElements(set)
+		if err != nil {
+			return types.Errorf(types.ErrIO, "listing map %s: %w", parts[2], err)
+		}
+		got := 0
+		for _, el := range elems {
+			if el.VerdictData != nil && el.VerdictData.Chain == parts[3] {
+				got++
+			}
+		}
+		if got < want {
+			return types.Errorf(ErrMissing, "map %s %s %s: %d of %d elements lead to chain %s", parts[0], parts[1], parts[2], got, want, parts[3])
+		}
+	}
+	return nil
+}
+
+// nftStale lists the network's owner chains not belonging to kept owners.
+func nftStale(plugin, network string, keep []Owner) ([]nftChain, error) {
+	conn, err := nftables.New()
+	if err != nil {
+		return nil, types.Errorf(types.ErrIO, "netlink to nftables: %w", err)
+	}
+	kept := map[string]bool{}
+	for _, o := range keep {
+		o.Plugin, o.Network = plugin, network
+		for _, c := range nftOwnerChains(o) {
+			kept[c.id()] = true
+		}
+	}
+	var out []nftChain
+	for _, t := range nftTables {
+		chains, err := conn.ListChainsOfTableFamily(familyOf[t.family])
+		if err != nil {
+			return nil, types.Errorf(types.ErrIO, "listing chains: %w", err)
+		}
+		for _, ch := range chains {
+			c := nftChain{table: t, name: ch.Name}
+			if ch.Table.Name == t.name && isNetChain(ch.Name, plugin, network) && !kept[c.id()] {
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
+}
+
+func isNetChain(name, plugin, network string) bool {
+	for _, p := range []string{nftPrefixMasq, nftPrefixDNAT, nftPrefixHairpin, nftPrefixSpoof} {
+		if strings.HasPrefix(name, nftNetPrefix(p, plugin, network)) {
+			return true
+		}
+	}
+	return false
+}

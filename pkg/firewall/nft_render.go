@@ -1,0 +1,323 @@
+package firewall
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+)
+
+// nftTable is one table of ours.
+type nftTable struct{ family, name string }
+
+func (t nftTable) String() string { return t.family + " " + t.name }
+
+// Our tables. None clashes with a reference plugin's table.
+var (
+	nftMasq4  = nftTable{"ip", "cnisuite_masq"}
+	nftMasq6  = nftTable{"ip6", "cnisuite_masq"}
+	nftPort4  = nftTable{"ip", "cnisuite_portmap"}
+	nftPort6  = nftTable{"ip6", "cnisuite_portmap"}
+	nftSpoof  = nftTable{"bridge", "cnisuite_spoofcheck"}
+	nftTables = []nftTable{nftMasq4, nftMasq6, nftPort4, nftPort6, nftSpoof}
+)
+
+// Owner chain prefixes, one per kind of rule.
+const (
+	nftPrefixMasq    = "mq"  // bridge masquerade, in cnisuite_masq
+	nftPrefixDNAT    = "pm"  // portmap DNAT, in cnisuite_portmap
+	nftPrefixHairpin = "pmq" // portmap masquerade, in cnisuite_portmap
+	nftPrefixSpoof   = "sc"  // spoof check, in cnisuite_spoofcheck
+)
+
+// nftCommentTag starts the comment of every rule we write.
+const nftCommentTag = "cnisuite"
+
+// nftChain is an owner chain with the rules it must hold.
+type nftChain struct {
+	table nftTable
+	name  string
+	rules []nftRule
+}
+
+// nftRule is a rule of an owner chain; elem, when set, is the map element
+// that dispatches packets to the chain for this rule.
+type nftRule struct {
+	text string
+	elem *nftElem
+}
+
+// nftElem is a key of a verdict map of the table.
+type nftElem struct{ set, key string }
+
+// comment returns the rule's comment: a digest of what the rule does and
+// the map element it needs, so that Remove finds the element again.
+func (r nftRule) comment() string {
+	sum := sha256.Sum256([]byte(r.text))
+	c := nftCommentTag + " " + hex.EncodeToString(sum[:4])
+	if r.elem != nil {
+		// nft strings cannot hold quotes: an interface key goes bare.
+		c += " " + r.elem.set + ":" + strings.Trim(r.elem.key, `"`)
+	}
+	return c
+}
+
+// parseNFTComment extracts the element of a comment we wrote; ok is false
+// for a comment that is not ours.
+func parseNFTComment(c string) (digest string, elem *nftElem, ok bool) {
+	fields := strings.SplitN(c, " ", 3)
+	if len(fields) < 2 || fields[0] != nftCommentTag {
+		return "", nil, false
+	}
+	if len(fields) == 3 {
+		set, key, found := strings.Cut(fields[2], ":")
+		if !found {
+			return "", nil, false
+		}
+		if set == "ifaces" {
+			key = `"` + key + `"`
+		}
+		elem = &nftElem{set: set, key: key}
+	}
+	return fields[1], elem, true
+}
+
+// nftChainName returns the name of an owner chain of the given kind.
+func nftChainName(prefix string, o Owner) string {
+	return prefix + "-" + o.netHash()[:8] + "-" + o.hash()[:16]
+}
+
+// nftNetPrefix returns the common start of the names of a network's chains.
+func nftNetPrefix(prefix, plugin, network string) string {
+	return prefix + "-" + Owner{Plugin: plugin, Network: network}.netHash()[:8] + "-"
+}
+
+// nftOwnerChains lists every chain an owner may have, whatever its rules.
+func nftOwnerChains(o Owner) []nftChain {
+	return []nftChain{
+		{table: nftMasq4, name: nftChainName(nftPrefixMasq, o)},
+		{table: nftMasq6, name: nftChainName(nftPrefixMasq, o)},
+		{table: nftPort4, name: nftChainName(nftPrefixDNAT, o)},
+		{table: nftPort4, name: nftChainName(nftPrefixHairpin, o)},
+		{table: nftPort6, name: nftChainName(nftPrefixDNAT, o)},
+		{table: nftPort6, name: nftChainName(nftPrefixHairpin, o)},
+		{table: nftSpoof, name: nftChainName(nftPrefixSpoof, o)},
+	}
+}
+
+// nftSkeleton returns the commands that create a table with its maps and
+// base chains and rewrite the base chains' fixed rules. Running it again
+// changes nothing.
+func nftSkeleton(t nftTable) []string {
+	addr := "ipv4_addr"
+	ip := "ip"
+	if t.family == "ip6" {
+		addr, ip = "ipv6_addr", "ip6"
+	}
+	var body []string
+	switch t.name {
+	case nftMasq4.name:
+		body = []string{
+			"add map " + t.String() + " sources { type " + addr + " : verdict; }",
+			"add chain " + t.String() + " postrouting { type nat hook postrouting priority srcnat; policy accept; }",
+			"flush chain " + t.String() + " postrouting",
+			"add rule " + t.String() + " postrouting " + ip + " saddr vmap @sources",
+		}
+	case nftPort4.name:
+		body = nftPortSkeleton(t, addr, ip)
+	case nftSpoof.name:
+		body = []string{
+			"add map " + t.String() + " ifaces { type ifname : verdict; }",
+			"add chain " + t.String() + " prerouting { type filter hook prerouting priority -300; policy accept; }",
+			"flush chain " + t.String() + " prerouting",
+			"add rule " + t.String() + " prerouting iifname vmap @ifaces",
+		}
+	}
+	return append([]string{"add table " + t.String()}, body...)
+}
+
+// nftPortSkeleton is the portmap table: only traffic addressed to the node
+// itself (fib daddr type local) reaches the host-port maps.
+func nftPortSkeleton(t nftTable, addr, ip string) []string {
+	ts := t.String()
+	return []string{
+		"add map " + ts + " hostip_ports { type " + addr + " . inet_proto . inet_service : verdict; }",
+		"add map " + ts + " ports { type inet_proto . inet_service : verdict; }",
+		"add map " + ts + " hairpins { type " + addr + " . inet_proto . inet_service : verdict; }",
+		"add chain " + ts + " prerouting { type nat hook prerouting priority dstnat; policy accept; }",
+		"add chain " + ts + " output { type nat hook output priority -100; policy accept; }",
+		"add chain " + ts + " hostports",
+		"add chain " + ts + " masquerading { type nat hook postrouting priority srcnat; policy accept; }",
+		"flush chain " + ts + " prerouting",
+		"add rule " + ts + " prerouting fib daddr type local jump hostports",
+		"flush chain " + ts + " output",
+		"add rule " + ts + " output fib daddr type local jump hostports",
+		"flush chain " + ts + " hostports",
+		"add rule " + ts + " hostports " + ip + " daddr . meta l4proto . th dport vmap @hostip_ports",
+		"add rule " + ts + " hostports meta l4proto . th dport vmap @ports",
+		"flush chain " + ts + " masquerading",
+		"add rule " + ts + " masquerading ct status dnat " + ip + " daddr . meta l4proto . th dport vmap @hairpins",
+	}
+}
+
+// nftDesired returns the owner chains r needs, in a stable order.
+func nftDesired(o Owner, r Rules) []nftChain {
+	var out []nftChain
+	add := func(c nftChain) {
+		if len(c.rules) > 0 {
+			out = append(out, c)
+		}
+	}
+	add(nftMasqChain(o, r.Masq, true))
+	add(nftMasqChain(o, r.Masq, false))
+	if pm := r.PortMaps; pm != nil {
+		if pm.ContainerV4 != nil {
+			add(nftDNATChain(o, pm, true))
+			add(nftHairpinChain(o, pm, true))
+		}
+		if pm.ContainerV6 != nil {
+			add(nftDNATChain(o, pm, false))
+			add(nftHairpinChain(o, pm, false))
+		}
+	}
+	if r.SpoofCheck != nil {
+		add(nftSpoofChain(o, r.SpoofCheck))
+	}
+	return out
+}
+
+func familyWords(v4 bool) (ip string, t4, t6 nftTable) {
+	if v4 {
+		return "ip", nftMasq4, nftPort4
+	}
+	return "ip6", nftMasq6, nftPort6
+}
+
+// nftMasqChain masquerades each container address of one family.
+func nftMasqChain(o Owner, ms []Masq, v4 bool) nftChain {
+	ip, table, _ := familyWords(v4)
+	multicast := "ff00::/8"
+	if v4 {
+		multicast = "224.0.0.0/4"
+	}
+	c := nftChain{table: table, name: nftChainName(nftPrefixMasq, o)}
+	for _, m := range ms {
+		if isV4(m.Addr.IP) != v4 {
+			continue
+		}
+		addr := hostNet(m.Addr.IP).IP.String()
+		text := fmt.Sprintf("%s saddr %s %s daddr != %s %s daddr != %s masquerade",
+			ip, addr, ip, subnetOf(&m.Addr), ip, multicast)
+		c.rules = append(c.rules, nftRule{text: text, elem: &nftElem{set: "sources", key: addr}})
+	}
+	return c
+}
+
+// nftDNATChain holds one DNAT rule per mapping of the family.
+func nftDNATChain(o Owner, pm *PortMaps, v4 bool) nftChain {
+	ip, _, table := familyWords(v4)
+	cip, conds := pm.ContainerV6, pm.ConditionsV6
+	if v4 {
+		cip, conds = pm.ContainerV4, pm.ConditionsV4
+	}
+	c := nftChain{table: table, name: nftChainName(nftPrefixDNAT, o)}
+	for _, m := range forFamily(pm.Mappings, v4) {
+		words := append([]string{}, conds...)
+		elem := &nftElem{set: "ports", key: fmt.Sprintf("%s . %d", m.Protocol, m.HostPort)}
+		if h := specificHost(m); h != nil {
+			words = append(words, ip+" daddr "+h.String())
+			elem = &nftElem{set: "hostip_ports", key: fmt.Sprintf("%s . %s . %d", h, m.Protocol, m.HostPort)}
+		}
+		words = append(words, fmt.Sprintf("%s dport %d dnat to %s", m.Protocol, m.HostPort,
+			joinHostPort(cip.IP, m.ContainerPort)))
+		c.rules = append(c.rules, nftRule{text: strings.Join(words, " "), elem: elem})
+	}
+	return c
+}
+
+// nftHairpinChain masquerades the DNATed connections of the mappings that
+// come from the container's own subnet (hairpin), from 127.0.0.1 (IPv4), or
+// from anywhere with MasqAll. It is reached from postrouting through the
+// map keyed by container address, protocol and container port.
+func nftHairpinChain(o Owner, pm *PortMaps, v4 bool) nftChain {
+	ip, _, table := familyWords(v4)
+	cip, conds := pm.ContainerV6, pm.ConditionsV6
+	if v4 {
+		cip, conds = pm.ContainerV4, pm.ConditionsV4
+	}
+	c := nftChain{table: table, name: nftChainName(nftPrefixHairpin, o)}
+	if !pm.SNAT {
+		return c
+	}
+	sources := []string{ip + " saddr " + subnetOf(cip).String()}
+	switch {
+	case pm.MasqAll:
+		sources = []string{""}
+	case v4:
+		sources = append(sources, "ip saddr 127.0.0.1")
+	}
+	for _, m := range forFamily(pm.Mappings, v4) {
+		base := append([]string{}, conds...)
+		if h := specificHost(m); h != nil {
+			base = append(base, "ct original "+ip+" daddr "+h.String())
+		}
+		elem := &nftElem{set: "hairpins", key: fmt.Sprintf("%s . %s . %d", hostNet(cip.IP).IP, m.Protocol, m.ContainerPort)}
+		for _, src := range sources {
+			words := append(append([]string{}, base...), src,
+				fmt.Sprintf("meta l4proto %s ct original proto-dst %d masquerade", m.Protocol, m.HostPort))
+			c.rules = append(c.rules, nftRule{text: strings.Join(nonEmpty(words), " "), elem: elem})
+		}
+	}
+	return c
+}
+
+// nftSpoofChain drops frames from the host veth with a foreign source.
+func nftSpoofChain(o Owner, sc *SpoofCheck) nftChain {
+	c := nftChain{table: nftSpoof, name: nftChainName(nftPrefixSpoof, o)}
+	elem := &nftElem{set: "ifaces", key: `"` + sc.HostIface + `"`}
+	c.rules = append(c.rules, nftRule{text: "ether saddr != " + sc.MAC.String() + " drop", elem: elem})
+	var v4, v6 []string
+	for _, ip := range sc.IPs {
+		if isV4(ip) {
+			v4 = append(v4, ip.String())
+		} else {
+			v6 = append(v6, ip.String())
+		}
+	}
+	if len(v4) > 0 {
+		c.rules = append(c.rules,
+			nftRule{text: "ether type ip ip saddr != " + nftSet(v4) + " drop", elem: elem},
+			nftRule{text: "ether type arp arp saddr ip != " + nftSet(append(v4, "0.0.0.0")) + " drop", elem: elem})
+	}
+	if len(v6) > 0 {
+		// :: is the source of duplicate address detection; fe80::/10 of
+		// neighbour discovery.
+		c.rules = append(c.rules, nftRule{text: "ether type ip6 ip6 saddr != " + nftSet(append(v6, "::", "fe80::/10")) + " drop", elem: elem})
+	}
+	return c
+}
+
+func nftSet(items []string) string {
+	sorted := append([]string{}, items...)
+	sort.Strings(sorted)
+	return "{ " + strings.Join(sorted, ", ") + " }"
+}
+
+func nonEmpty(words []string) []string {
+	out := words[:0:0]
+	for _, w := range words {
+		if w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func joinHostPort(ip net.IP, port int) string {
+	if isV4(ip) {
+		return fmt.Sprintf("%s:%d", ip.To4(), port)
+	}
+	return fmt.Sprintf("[%s]:%d", ip, port)
+}
