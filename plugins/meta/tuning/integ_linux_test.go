@@ -124,7 +124,8 @@ func wantRestored(t *testing.T, c container, before linkAttrs, beforeValue strin
 	}
 }
 
-// wantResultMAC checks the result names eth0 with the new MAC.
+// wantResultMAC checks the result names eth0 with the new MAC, and with
+// the new MTU at 1.1.0 (the first version with an interface mtu).
 func wantResultMAC(t *testing.T, res cnitypes.Result, version string) {
 	t.Helper()
 	if res.Version() != version {
@@ -138,6 +139,9 @@ func wantResultMAC(t *testing.T, res cnitypes.Result, version string) {
 		if i.Name == testIfName && i.Sandbox != "" {
 			if !strings.EqualFold(i.Mac, testMAC) {
 				t.Errorf("result mac of %s = %q, want %q", testIfName, i.Mac, testMAC)
+			}
+			if wantMTU := map[bool]int{true: 1400}[version == "1.1.0"]; i.Mtu != wantMTU {
+				t.Errorf("result mtu of %s at %s = %d, want %d", testIfName, version, i.Mtu, wantMTU)
 			}
 			return
 		}
