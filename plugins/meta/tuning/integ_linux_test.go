@@ -32,7 +32,7 @@ const (
 
 // container is what a test sees of a container's interface.
 type container struct {
-	t     *testing.T
+	t     testing.TB
 	netns *ns.NetNS
 }
 
@@ -65,7 +65,7 @@ func (c container) do(what string, fn func() error) {
 
 // newVethContainer makes a container namespace holding eth0, the peer of a
 // host-side veth in the test's own (sandbox) namespace.
-func newVethContainer(t *testing.T, hostName string) container {
+func newVethContainer(t testing.TB, hostName string) container {
 	t.Helper()
 	netns := sandbox.NewNS(t)
 	veth := &netlink.Veth{
@@ -167,7 +167,7 @@ func wantStateFile(t *testing.T, dataDir, id string) {
 }
 
 // pluginConf parses a single plugin configuration the way a runtime does.
-func pluginConf(t *testing.T, data string) *libcni.PluginConfig {
+func pluginConf(t testing.TB, data string) *libcni.PluginConfig {
 	t.Helper()
 	conf, err := libcni.NetworkPluginConfFromBytes([]byte(data))
 	if err != nil {
