@@ -42,7 +42,13 @@ func EnsureAddr(h *netlink.Handle, l netlink.Link, addr *net.IPNet, force bool) 
 			return fmt.Errorf("removing address %v from %q: %w", a.IPNet, name, err)
 		}
 	}
-	if err := h.AddrAdd(l, &netlink.Addr{IPNet: addr}); err != nil && !errors.Is(err, unix.EEXIST) {
+	a := &netlink.Addr{IPNet: addr}
+	if family == netlink.FAMILY_V6 {
+		// No DAD: the address serves at once, and containers reach their
+		// gateway as soon as ADD returns.
+		a.Flags = unix.IFA_F_NODAD
+	}
+	if err := h.AddrAdd(l, a); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("adding address %v to %q: %w", addr, name, err)
 	}
 	return nil
