@@ -210,53 +210,91 @@ func TestGCAndStatus(t *testing.T) {
 	}
 }
 
-// TestAfterBridge chains tuning after bridge and host-local, as a node runs
-// it, through libcni.
-func TestAfterBridge(t *testing.T) {
-	sandbox.Require(t)
+// bridgeChain is a bridge + host-local + tuning conflist and its runtime.
+type bridgeChain struct {
+	list    *libcni.NetworkConfigList
+	tuning  string // the tuning plugin's configuration
+	dataDir string // tuning's
+	rt      *libcni.RuntimeConf
+	cni     *libcni.CNIConfig
+}
+
+// newBridgeChain skips the test when bridge or host-local is not built.
+func newBridgeChain(t *testing.T, v string, i int, c container) *bridgeChain {
+	t.Helper()
 	bin := sandbox.Bin(t)
 	for _, p := range []string{"bridge", "host-local", "tuning"} {
 		if _, err := os.Stat(filepath.Join(bin, p)); err != nil {
 			t.Skipf("plugin %s is not built (%v): bridge+host-local chain not testable yet", p, err)
 		}
 	}
+	bc := &bridgeChain{dataDir: filepath.Join(t.TempDir(), "tuning"), cni: sandbox.Runtime(t)}
+	bc.tuning = tuningConf(v, bc.dataDir, `,"mac":"`+testMAC+`"`)
+	bc.list = sandbox.ConfList(t, fmt.Sprintf(`{"cniVersion":%q,"name":"tunebr","plugins":[
+		{"type":"bridge","bridge":"tubr%d","isGateway":true,
+		 "ipam":{"type":"host-local","subnet":"10.98.%d.0/24","dataDir":%q}},
+		%s]}`, v, i, i, t.TempDir(), bc.tuning))
+	bc.rt = &libcni.RuntimeConf{ContainerID: versionID(fmt.Sprintf("br%d", i), v), NetNS: c.netns.Path(), IfName: testIfName}
+	return bc
+}
+
+// TestAfterBridge chains tuning after bridge and host-local, as a node runs
+// it, through libcni.
+func TestAfterBridge(t *testing.T) {
+	sandbox.Require(t)
 	for i, v := range testVersions {
 		t.Run(v, func(t *testing.T) {
 			c := container{t: t, netns: sandbox.NewNS(t)}
-			dataDir := filepath.Join(t.TempDir(), "tuning")
-			tuning := tuningConf(v, dataDir, `,"mac":"`+testMAC+`"`)
-			list := sandbox.ConfList(t, fmt.Sprintf(`{"cniVersion":%q,"name":"tunebr","plugins":[
-				{"type":"bridge","bridge":"tubr%d","isGateway":true,
-				 "ipam":{"type":"host-local","subnet":"10.98.%d.0/24","dataDir":%q}},
-				%s]}`, v, i, i, t.TempDir(), tuning))
-			rt := &libcni.RuntimeConf{ContainerID: versionID("br", v), NetNS: c.netns.Path(), IfName: testIfName}
-			cni := sandbox.Runtime(t)
-			res, err := cni.AddNetworkList(ctx, list, rt)
+			bc := newBridgeChain(t, v, i, c)
+			res, err := bc.cni.AddNetworkList(ctx, bc.list, bc.rt)
 			if err != nil {
 				t.Fatalf("ADD bridge+host-local+tuning: %v", err)
 			}
 			t.Cleanup(func() {
-				if err := cni.DelNetworkList(ctx, list, rt); err != nil {
+				if err := bc.cni.DelNetworkList(ctx, bc.list, bc.rt); err != nil {
 					t.Errorf("DEL bridge+host-local+tuning: %v", err)
 				}
-				wantNoStateFile(t, dataDir, rt.ContainerID)
+				wantNoStateFile(t, bc.dataDir, bc.rt.ContainerID)
 			})
 			wantResultMAC(t, res, v)
 			wantTuned(t, c)
-			wantStateFile(t, dataDir, rt.ContainerID)
+			wantStateFile(t, bc.dataDir, bc.rt.ContainerID)
 			if version.AtLeast(v, "0.4.0") {
-				checkDrift(t, c, func() error { return cni.CheckNetworkList(ctx, list, rt) })
+				checkDrift(t, c, func() error { return bc.cni.CheckNetworkList(ctx, bc.list, bc.rt) })
 			}
 			// tuning runs first on DEL: run it alone to see what it puts
 			// back before bridge deletes the interface.
-			tuningOnly := pluginConf(t, strings.Replace(tuning, `"name":"tunenet"`, `"name":"tunebr"`, 1))
-			if err := cni.DelNetwork(ctx, tuningOnly, rt); err != nil {
+			tuningOnly := pluginConf(t, strings.Replace(bc.tuning, `"name":"tunenet"`, `"name":"tunebr"`, 1))
+			if err := bc.cni.DelNetwork(ctx, tuningOnly, bc.rt); err != nil {
 				t.Fatalf("DEL of tuning: %v", err)
 			}
 			attrs, value := c.snapshot()
 			if strings.EqualFold(attrs.MAC.String(), testMAC) || attrs.MTU != 1500 || attrs.Promisc || attrs.Allmulti || value != "0" {
 				t.Errorf("after DEL: %+v %s=%s; want the bridge's MAC, mtu 1500, promisc and allmulti off, 0", attrs, testSysPath, value)
 			}
+		})
+	}
+}
+
+// TestAfterBridgeNetnsGone deletes the container namespace, then runs DEL
+// of the whole chain.
+func TestAfterBridgeNetnsGone(t *testing.T) {
+	sandbox.Require(t)
+	for i, v := range testVersions {
+		t.Run(v, func(t *testing.T) {
+			c := container{t: t, netns: sandbox.NewNS(t)}
+			bc := newBridgeChain(t, v, 10+i, c)
+			if _, err := bc.cni.AddNetworkList(ctx, bc.list, bc.rt); err != nil {
+				t.Fatalf("ADD bridge+host-local+tuning: %v", err)
+			}
+			wantStateFile(t, bc.dataDir, bc.rt.ContainerID)
+			if err := sandbox.RemoveNS(c.netns.Path()); err != nil {
+				t.Fatalf("removing the container namespace: %v", err)
+			}
+			if err := bc.cni.DelNetworkList(ctx, bc.list, bc.rt); err != nil {
+				t.Fatalf("DEL with the netns gone: %v, want success", err)
+			}
+			wantNoStateFile(t, bc.dataDir, bc.rt.ContainerID)
 		})
 	}
 }
