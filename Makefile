@@ -61,5 +61,17 @@ staticcheck:
 demo: deps build tools
 	CNISUITE_BIN=$(BIN) CNISUITE_TOOLS=$(TOOLS) scripts/sandbox.sh scripts/demo.sh
 
+## e2e: podman and containerd drive the plugins, inside the sandbox
+e2e: deps build
+	scripts/install-e2e-deps.sh
+	CNISUITE_BIN=$(BIN) CNISUITE_REQUIRE_PRIVILEGED=1 GOPROXY=off \
+		scripts/sandbox.sh $(GO) test -count=1 -v ./test/e2e/...
+
+## bench: the cost of a pod's network against the physical floor (see test/bench)
+bench: deps build tools
+	$(GO) build -o $(TOOLS)/floor ./test/bench/floor
+	$(GO) build -o $(TOOLS)/cnibench ./test/bench/cnibench
+	CNISUITE_BIN=$(BIN) scripts/sandbox.sh $(TOOLS)/cnibench -bin $(BIN) -tools $(TOOLS) $(BENCHFLAGS)
+
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,64 @@
+// Command cnibench measures the cost of a pod's network: the chain bridge
+// (+host-local) → tuning → portmap driven through cnitool, against a floor
+// chain of stand-ins that only start, parse and answer, in the same run.
+// It runs inside scripts/sandbox.sh (make bench); nothing touches the
+// machine's own network.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+type options struct {
+	bin, tools, out string
+	sizes           []int
+	backends        []string
+	parallel        int
+	leases          int
+}
+
+func parseFlags() (*options, error) {
+	o := &options{}
+	var sizes, backends string
+	flag.StringVar(&o.bin, "bin", "bin", "directory of our plugin binaries")
+	flag.StringVar(&o.tools, "tools", "bin/tools", "directory holding cnitool and floor")
+	flag.StringVar(&o.out, "out", "", "write the Markdown report to this file too")
+	flag.StringVar(&sizes, "n", "200,500", "numbers of containers, comma-separated")
+	flag.StringVar(&backends, "backends", "nftables,iptables", "firewall backends")
+	flag.IntVar(&o.parallel, "parallel", 40, "parallel ADDs and DELs")
+	flag.IntVar(&o.leases, "leases", 10000, "existing leases for the host-local measurement")
+	flag.Parse()
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 20 {
+			return nil, fmt.Errorf("-n %q: want numbers of at least 20", s)
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	o.backends = strings.Split(backends, ",")
+	return o, nil
+}
+
+func main() {
+	if os.Getenv("CNISUITE_SANDBOX") != "1" {
+		fmt.Fprintln(os.Stderr, "cnibench: run me inside scripts/sandbox.sh (make bench)")
+		os.Exit(2)
+	}
+	o, err := parseFlags()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cnibench:", err)
+		os.Exit(2)
+	}
+	rep, err := runAll(o)
+	if rep != nil {
+		rep.print(o)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cnibench:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+func flagLine() string {
+	return strings.Join(os.Args[1:], " ")
+}
+
+func (rep *report) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| chain | client | N | ADD median / p95 ms | CHECK median / p95 ms | DEL median / p95 ms | ADD, CHECK, DEL × floor | growth ADD, DEL |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|\n")
+	for _, s := range rep.Scenarios {
+		cell := func(v string) string { return fmt.Sprintf("%.1f / %.1f", s.Verbs[v].Median, s.Verbs[v].P95) }
+		ratio := "–"
+		if s.ToFloor != nil {
+			ratio = fmt.Sprintf("%.2f, %.2f, %.2f", s.ToFloor["add"], s.ToFloor["check"], s.ToFloor["del"])
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %.2f, %.2f |\n", s.Chain, s.Client, s.N,
+			cell("add"), cell("check"), cell("del"), ratio, s.Verbs["add"].Growth, s.Verbs["del"].Growth)
+	}
+	fmt.Fprintf(&b, "\n| measurement | result |\n|---|---|\n")
+	for backend, n := range rep.ParallelErrors {
+		fmt.Fprintf(&b, "| %d parallel ADDs then DELs, %s | %d errors |\n", rep.Parallel, backend, n)
+	}
+	keys := make([]string, 0, len(rep.HostLocal))
+	for k := range rep.HostLocal {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		s := rep.HostLocal[k]
+		fmt.Fprintf(&b, "| host-local ADD+DEL, %s existing leases | median %.2f ms, p95 %.2f ms |\n", k, s.Median, s.P95)
+	}
+	for plugin, byVerb := range rep.PeakKB {
+		fmt.Fprintf(&b, "| peak RSS of %s | %s |\n", plugin, peakCell(byVerb))
+	}
+	return b.String()
+}
+
+func peakCell(byVerb map[string]int64) string {
+	var parts []string
+	for _, v := range []string{"ADD", "CHECK", "DEL"} {
+		if kb, ok := byVerb[v]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.1f MiB", v, float64(kb)/1024))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (rep *report) print(o *options) {
+	md := rep.markdown()
+	fmt.Println(md)
+	if data, err := json.Marshal(rep); err == nil {
+		fmt.Printf("BENCH_JSON %s\n", data)
+	}
+	fmt.Printf("\ncommand: %s\n", rep.Command)
+	if o.out != "" {
+		if err := os.WriteFile(o.out, []byte(md+"\ncommand: "+rep.Command+"\n"), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "cnibench: writing report:", err)
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+const benchNet = "bench"
+
+// chainConf is the measured chain: bridge with host-local, masquerade and a
+// gateway; tuning with one sysctl; portmap with the runtime's mappings.
+func chainConf(backend, dataDir string) string {
+	return fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": %q,
+  "plugins": [
+    {"type": "bridge", "bridge": "cnibench0", "isGateway": true, "ipMasq": true, "ipMasqBackend": %q,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.99.0.0/16"}]], "dataDir": %q}},
+    {"type": "tuning", "sysctl": {"net.ipv4.conf.IFNAME.arp_notify": "1"}},
+    {"type": "portmap", "backend": %q, "capabilities": {"portMappings": true}}
+  ]
+}`, benchNet, backend, dataDir, backend)
+}
+
+// writeConf writes the conflist into a directory of its own.
+func writeConf(dir, conf string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "10-bench.conflist"), []byte(conf), 0o644)
+}
+
+// floorDir installs the floor stand-in under each plugin's name.
+func floorDir(tools, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	src := filepath.Join(tools, "floor")
+	for _, name := range []string{"bridge", "host-local", "tuning", "portmap"} {
+		if err := exec.Command("cp", src, filepath.Join(dir, name)).Run(); err != nil {
+			return fmt.Errorf("installing floor as %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// makeNetns creates count named network namespaces under /run/netns.
+func makeNetns(prefix string, count int) ([]string, error) {
+	var paths []string
+	for i := 0; i < count; i++ {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+			return paths, fmt.Errorf("ip netns add %s: %v: %s", name, err, out)
+		}
+		paths = append(paths, "/run/netns/"+name)
+	}
+	return paths, nil
+}
