@@ -13,48 +13,72 @@ import (
 // address in the way of the one to add.
 var ErrAddressConflict = errors.New("interface already has a different address")
 
-// EnsureAddr puts addr on l, tolerating a concurrent adder (EEXIST). An equal
-// address is kept. A conflicting one — any other IPv4 address, or an IPv6
-// address of an overlapping subnet — is replaced when force is set, else it
-// is an error wrapping ErrAddressConflict. IPv6 link-local addresses never
-// conflict.
+// EnsureAddrs puts every address of addrs on l, tolerating a concurrent
+// adder (EEXIST). Addresses equal to one of addrs are kept. A conflicting
+// one — any other IPv4 address, or an IPv6 address of an overlapping subnet —
+// is replaced when force is set, else it is an error wrapping
+// ErrAddressConflict. IPv6 link-local addresses never conflict. IPv6
+// addresses are added without duplicate address detection.
 //
 // Equivalent to: ip addr add $addr dev $l [after ip addr del $old dev $l]
-func EnsureAddr(h *netlink.Handle, l netlink.Link, addr *net.IPNet, force bool) error {
+func EnsureAddrs(h *netlink.Handle, l netlink.Link, addrs []*net.IPNet, force bool) error {
 	name := l.Attrs().Name
-	family := Family(addr.IP)
-	have, err := h.AddrList(l, family)
+	have, err := h.AddrList(l, netlink.FAMILY_ALL)
 	if err != nil {
 		return fmt.Errorf("listing addresses of %q: %w", name, err)
 	}
 	for _, a := range have {
-		if a.IP.Equal(addr.IP) && maskEqual(a.Mask, addr.Mask) {
-			return nil
-		}
-		if !conflicts(a.IPNet, addr) {
+		if wanted(a.IPNet, addrs) {
 			continue
 		}
-		if !force {
-			return fmt.Errorf("%q already has an IP address different from %v (it has %v): %w",
-				name, addr, a.IPNet, ErrAddressConflict)
-		}
-		if err := h.AddrDel(l, &a); err != nil && !IsNotFound(err) {
-			return fmt.Errorf("removing address %v from %q: %w", a.IPNet, name, err)
+		for _, want := range addrs {
+			if !conflicts(a.IPNet, want) {
+				continue
+			}
+			if !force {
+				return fmt.Errorf("%q already has an IP address different from %v (it has %v): %w",
+					name, want, a.IPNet, ErrAddressConflict)
+			}
+			if err := h.AddrDel(l, &a); err != nil && !IsNotFound(err) {
+				return fmt.Errorf("removing address %v from %q: %w", a.IPNet, name, err)
+			}
+			break
 		}
 	}
+	for _, addr := range addrs {
+		if err := addAddr(h, l, addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func addAddr(h *netlink.Handle, l netlink.Link, addr *net.IPNet) error {
 	a := &netlink.Addr{IPNet: addr}
-	if family == netlink.FAMILY_V6 {
+	if Family(addr.IP) == netlink.FAMILY_V6 {
 		// No DAD: the address serves at once, and containers reach their
 		// gateway as soon as ADD returns.
 		a.Flags = unix.IFA_F_NODAD
 	}
 	if err := h.AddrAdd(l, a); err != nil && !errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("adding address %v to %q: %w", addr, name, err)
+		return fmt.Errorf("adding address %v to %q: %w", addr, l.Attrs().Name, err)
 	}
 	return nil
 }
 
+func wanted(a *net.IPNet, addrs []*net.IPNet) bool {
+	for _, w := range addrs {
+		if a.IP.Equal(w.IP) && maskEqual(a.Mask, w.Mask) {
+			return true
+		}
+	}
+	return false
+}
+
 func conflicts(have, want *net.IPNet) bool {
+	if Family(have.IP) != Family(want.IP) {
+		return false
+	}
 	if have.IP.To4() != nil {
 		return true
 	}

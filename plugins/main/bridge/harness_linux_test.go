@@ -191,3 +191,5 @@ func bridgeAddrs(t testing.TB, name string) []string {
 	}
 	return out
 }
+
+func netlinkLinkByName(name string) (netlink.Link, error) { return netlink.LinkByName(name) }
