@@ -29,9 +29,9 @@
 //
 // Only traffic addressed to the node reaches the port maps (prerouting and
 // output jump to them behind "fib daddr type local"). Hairpin and localhost
-// connections are masqueraded in postrouting by a map keyed by container
-// address, protocol and container port, restricted to connections whose
-// original destination port is the host port: no packet mark is needed.
+// connections are masqueraded in postrouting: DNATed connections reach the
+// owner's masquerade chain through a map keyed by container address,
+// protocol and container port, and no packet mark is needed.
 //
 // # iptables
 //

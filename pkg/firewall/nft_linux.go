@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/google/nftables"
-	"github.com/google/nftables/userdata"
+	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/types"
@@ -133,26 +133,21 @@ func desiredRefs(cs []nftChain) []nftChain {
 	return out
 }
 
-// nftRead fetches the rule comments of the named chains that exist.
+// nftRead fetches the rule comments of the named chains that exist. A
+// chain without rules counts as absent: we never write an empty one.
 func nftRead(chains []nftChain) ([]nftExisting, error) {
-	conn, err := nftables.New()
-	if err != nil {
-		return nil, types.Errorf(types.ErrIO, "netlink to nftables: %w", err)
-	}
 	var out []nftExisting
 	for _, c := range chains {
-		table := &nftables.Table{Name: c.table.name, Family: familyOf[c.table.family]}
-		rules, err := conn.GetRules(table, &nftables.Chain{Name: c.name, Table: table})
-		if errors.Is(err, unix.ENOENT) {
-			continue
-		}
+		rules, err := nlListRules(byte(familyOf[c.table.family]), c.table.name, c.name)
 		if err != nil {
 			return nil, types.Errorf(types.ErrIO, "listing chain %s %s: %w", c.table, c.name, err)
 		}
+		if len(rules) == 0 {
+			continue
+		}
 		e := nftExisting{table: c.table, name: c.name}
 		for _, r := range rules {
-			comment, _ := userdata.GetString(r.UserData, userdata.TypeComment)
-			e.comments = append(e.comments, comment)
+			e.comments = append(e.comments, r.comment)
 		}
 		out = append(out, e)
 	}
@@ -208,7 +203,7 @@ func nftCheckElems(desired []nftChain) error {
 		}
 		got := 0
 		for _, el := range elems {
-			if el.VerdictData != nil && el.VerdictData.Chain == parts[3] {
+			if verdictChain(el.Val) == parts[3] {
 				got++
 			}
 		}
@@ -255,4 +250,19 @@ func isNetChain(name, plugin, network string) bool {
 		}
 	}
 	return false
+}
+
+// verdictChain returns the chain of a verdict-map element's data (the
+// nested NFTA_VERDICT_* attributes), or "".
+func verdictChain(val []byte) string {
+	ad, err := netlink.NewAttributeDecoder(val)
+	if err != nil {
+		return ""
+	}
+	for ad.Next() {
+		if ad.Type() == unix.NFTA_VERDICT_CHAIN {
+			return ad.String()
+		}
+	}
+	return ""
 }

@@ -237,10 +237,11 @@ func nftDNATChain(o Owner, pm *PortMaps, v4 bool) nftChain {
 	return c
 }
 
-// nftHairpinChain masquerades the DNATed connections of the mappings that
-// come from the container's own subnet (hairpin), from 127.0.0.1 (IPv4), or
-// from anywhere with MasqAll. It is reached from postrouting through the
-// map keyed by container address, protocol and container port.
+// nftHairpinChain masquerades DNATed connections to the container that
+// come from the container's own subnet (hairpin), from 127.0.0.1 (IPv4),
+// or from anywhere with MasqAll. Postrouting reaches it through the map
+// keyed by container address, protocol and container port, behind
+// "ct status dnat".
 func nftHairpinChain(o Owner, pm *PortMaps, v4 bool) nftChain {
 	ip, _, table := familyWords(v4)
 	cip, conds := pm.ContainerV6, pm.ConditionsV6
@@ -258,15 +259,16 @@ func nftHairpinChain(o Owner, pm *PortMaps, v4 bool) nftChain {
 	case v4:
 		sources = append(sources, "ip saddr 127.0.0.1")
 	}
+	seen := map[string]bool{}
 	for _, m := range forFamily(pm.Mappings, v4) {
-		base := append([]string{}, conds...)
-		if h := specificHost(m); h != nil {
-			base = append(base, "ct original "+ip+" daddr "+h.String())
+		key := fmt.Sprintf("%s . %s . %d", hostNet(cip.IP).IP, m.Protocol, m.ContainerPort)
+		if seen[key] {
+			continue
 		}
-		elem := &nftElem{set: "hairpins", key: fmt.Sprintf("%s . %s . %d", hostNet(cip.IP).IP, m.Protocol, m.ContainerPort)}
+		seen[key] = true
+		elem := &nftElem{set: "hairpins", key: key}
 		for _, src := range sources {
-			words := append(append([]string{}, base...), src,
-				fmt.Sprintf("meta l4proto %s ct original proto-dst %d masquerade", m.Protocol, m.HostPort))
+			words := append(append([]string{}, conds...), src, "meta l4proto "+m.Protocol+" masquerade")
 			c.rules = append(c.rules, nftRule{text: strings.Join(nonEmpty(words), " "), elem: elem})
 		}
 	}

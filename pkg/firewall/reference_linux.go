@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"github.com/google/nftables"
-	"github.com/google/nftables/userdata"
-	"golang.org/x/sys/unix"
 )
 
 // removeReference deletes what the reference plugins wrote for the same
@@ -36,7 +34,7 @@ func removeReference(ctx context.Context, o Owner, runNFT func(context.Context, 
 	case PluginPortmap:
 		for _, fam := range []string{"ip", "ip6"} {
 			for _, ch := range []string{"hostports", "hostip_hostports", "masquerading"} {
-				script = append(script, refDeleteRules(conn, fam, "cni_hostport", ch, func(c string) bool {
+				script = append(script, refDeleteRules(fam, "cni_hostport", ch, func(c string) bool {
 					return c == o.ContainerID
 				})...)
 			}
@@ -44,7 +42,7 @@ func removeReference(ctx context.Context, o Owner, runNFT func(context.Context, 
 		}
 	case PluginBridge:
 		prefix := refHash16(o.Network) + "-" + refHash16(o.IfName+":"+o.ContainerID)
-		script = append(script, refDeleteRules(conn, "inet", "cni_plugins_masquerade", "masq_checks", func(c string) bool {
+		script = append(script, refDeleteRules("inet", "cni_plugins_masquerade", "masq_checks", func(c string) bool {
 			return strings.HasPrefix(c, prefix)
 		})...)
 		script = append(script, refSpoofCheck(conn, o)...)
@@ -60,16 +58,15 @@ func removeReference(ctx context.Context, o Owner, runNFT func(context.Context, 
 
 // refDeleteRules returns delete commands for the rules of a chain whose
 // comment matches.
-func refDeleteRules(conn *nftables.Conn, family, table, chain string, match func(string) bool) []string {
-	t := &nftables.Table{Name: table, Family: familyOf[family]}
-	rules, err := conn.GetRules(t, &nftables.Chain{Name: chain, Table: t})
+func refDeleteRules(family, table, chain string, match func(string) bool) []string {
+	rules, err := nlListRules(byte(familyOf[family]), table, chain)
 	if err != nil {
-		return nil // no such table or chain: nothing of the reference here
+		return nil // nothing of the reference can be read here
 	}
 	var out []string
 	for _, r := range rules {
-		if c, ok := userdata.GetString(r.UserData, userdata.TypeComment); ok && match(c) {
-			out = append(out, fmt.Sprintf("delete rule %s %s %s handle %d", family, table, chain, r.Handle))
+		if match(r.comment) {
+			out = append(out, fmt.Sprintf("delete rule %s %s %s handle %d", family, table, chain, r.handle))
 		}
 	}
 	return out
@@ -84,7 +81,7 @@ func refSpoofCheck(conn *nftables.Conn, o Owner) []string {
 	if _, err := conn.ListChain(t, chain); err != nil {
 		return nil
 	}
-	out := refDeleteRules(conn, "bridge", "nat", "PREROUTING", func(c string) bool {
+	out := refDeleteRules("bridge", "nat", "PREROUTING", func(c string) bool {
 		return c == "macspoofchk-"+ref
 	})
 	for _, c := range []string{chain, chain + "-mac"} {
@@ -98,10 +95,7 @@ func refSpoofCheck(conn *nftables.Conn, o Owner) []string {
 func refIPTables(ctx context.Context, conn *nftables.Conn, family, chain, parent string) error {
 	t := &nftables.Table{Name: "nat", Family: familyOf[family]}
 	if _, err := conn.ListChain(t, chain); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil
-		}
-		return nil // no nat table at all
+		return nil // no such chain, or no nat table at all
 	}
 	ipt := iptFor(family == "ip")
 	listing, err := ipt.list(ctx, parent)
