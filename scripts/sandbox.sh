@@ -9,7 +9,7 @@
 # Inside, CNISUITE_SANDBOX=1 is set; privileged tests refuse to run without it.
 set -euo pipefail
 
-STATE_DIRS=(/run /var/lib/cni /etc/cni /opt/cni /var/lib/containers /var/lib/containerd /etc/containers)
+STATE_DIRS=(/tmp /run /var/lib/cni /etc/cni /opt/cni /var/lib/containers /var/lib/containerd /etc/containers)
 
 if [ "${1:-}" = "--inside" ]; then
 	shift
