@@ -130,8 +130,12 @@ func (f *Fake) render(o Owner, r Rules) string {
 // for an owner with no rules yet: the nft script, or the iptables-restore
 // payloads (IPv4 then IPv6) followed by the nft script of the spoof check.
 func Render(kind string, o Owner, r Rules) string {
+	var guard string
+	if needsLocalnetGuard(r) {
+		guard = "# localnet guard (nft)\n" + strings.Join(nftLocalnetGuard(), "\n") + "\n"
+	}
 	if kind != KindIPTables {
-		return nftEnsureScript(nftDesired(o, r), nil)
+		return nftEnsureScript(nftDesired(o, r), nil) + guard
 	}
 	var b strings.Builder
 	for _, v4 := range []bool{true, false} {
@@ -139,6 +143,7 @@ func Render(kind string, o Owner, r Rules) string {
 			fmt.Fprintf(&b, "# %s\n%s", iptFor(v4).restoreCmd, iptEnsurePayload(o, d, nil))
 		}
 	}
+	b.WriteString(guard)
 	if r.SpoofCheck != nil {
 		b.WriteString("# nft\n" + nftEnsureScript(nftDesired(o, Rules{SpoofCheck: r.SpoofCheck}), nil))
 	}

@@ -117,6 +117,11 @@ func (b *iptBackend) Ensure(ctx context.Context, o Owner, r Rules) error {
 			return fmt.Errorf("%s: %w", o, err)
 		}
 	}
+	if needsLocalnetGuard(r) {
+		if err := b.spoof.run(ctx, strings.Join(nftLocalnetGuard(), "\n")+"\n"); err != nil {
+			return fmt.Errorf("%s: localnet guard: %w", o, err)
+		}
+	}
 	return b.ensureSpoof(ctx, o, r)
 }
 

@@ -53,6 +53,9 @@ func (b *nftBackend) Ensure(ctx context.Context, o Owner, r Rules) error {
 		return err
 	}
 	script := nftEnsureScript(nftDesired(o, r), existing)
+	if needsLocalnetGuard(r) {
+		script += strings.Join(nftLocalnetGuard(), "\n") + "\n"
+	}
 	if script == "" {
 		return nil
 	}

@@ -323,3 +323,23 @@ func joinHostPort(ip net.IP, port int) string {
 	}
 	return fmt.Sprintf("[%s]:%d", ip, port)
 }
+
+// nftLocalnetGuard drops packets to 127.0.0.0/8 that arrive from any
+// interface but lo, before DNAT. route_localnet=1 (needed for
+// 127.0.0.1:hostPort) would otherwise let neighbours reach services bound
+// to the node's loopback (the CVE-2020-8558 class). Node-wide and constant:
+// rewriting it changes nothing.
+func nftLocalnetGuard() []string {
+	return []string{
+		"add table ip cnisuite_localnet",
+		"add chain ip cnisuite_localnet prerouting { type filter hook prerouting priority -150; policy accept; }",
+		"flush chain ip cnisuite_localnet prerouting",
+		`add rule ip cnisuite_localnet prerouting iifname != "lo" ip daddr 127.0.0.0/8 drop`,
+	}
+}
+
+// needsLocalnetGuard reports whether r lets 127.0.0.1 reach a container.
+func needsLocalnetGuard(r Rules) bool {
+	pm := r.PortMaps
+	return pm != nil && pm.SNAT && !pm.MasqAll && pm.ContainerV4 != nil && len(forFamily(pm.Mappings, true)) > 0
+}
