@@ -32,9 +32,10 @@ install: build
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(addprefix $(BIN)/,$(notdir $(PLUGINS))) $(DESTDIR)$(PREFIX)/bin/
 
-## deps: system packages and Go modules the tests need
+## deps: system packages (iptables, nftables, podman, containerd, ...) and Go modules the tests need
 deps:
 	scripts/install-deps.sh
+	if [ -x scripts/install-e2e-deps.sh ]; then scripts/install-e2e-deps.sh; fi
 
 ## test: lint, then every test; privileged tests run inside scripts/sandbox.sh and must not skip
 test: deps lint build
@@ -63,7 +64,6 @@ demo: deps build tools
 
 ## e2e: podman and containerd drive the plugins, inside the sandbox
 e2e: deps build
-	scripts/install-e2e-deps.sh
 	CNISUITE_BIN=$(BIN) CNISUITE_REQUIRE_PRIVILEGED=1 GOPROXY=off \
 		scripts/sandbox.sh $(GO) test -count=1 -v ./test/e2e/...
 
