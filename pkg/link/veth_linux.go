@@ -102,9 +102,7 @@ func RandomVethName() (string, error) {
 //
 // Equivalent to: ip link del $name
 func DeleteLink(h *netlink.Handle, name string) error {
-	if h == nil {
-		h = &netlink.Handle{} // like netlink's package functions: sockets of the calling thread
-	}
+	h = orDefault(h)
 	l, err := h.LinkByName(name)
 	if err != nil {
 		if IsNotFound(err) {
@@ -147,4 +145,13 @@ func AttachPort(h *netlink.Handle, l, bridge netlink.Link, o PortOptions) error 
 		return fmt.Errorf("setting %q up: %w", name, err)
 	}
 	return nil
+}
+
+// orDefault returns h, or for nil a handle acting like netlink's package
+// functions: on sockets of the calling thread's namespace.
+func orDefault(h *netlink.Handle) *netlink.Handle {
+	if h == nil {
+		return &netlink.Handle{}
+	}
+	return h
 }

@@ -13,6 +13,7 @@ import (
 // Equivalent to: bridge vlan del dev $l vid $each_existing (when flushing);
 // bridge vlan add dev $l vid $vid [pvid] [untagged] master
 func ApplyPortVlans(h *netlink.Handle, l netlink.Link, plan VlanPlan) error {
+	h = orDefault(h)
 	name := l.Attrs().Name
 	if plan.Flush {
 		vids, err := PortVlans(h, l)
@@ -40,6 +41,7 @@ func ApplyPortVlans(h *netlink.Handle, l netlink.Link, plan VlanPlan) error {
 //
 // Equivalent to: bridge vlan show dev $l
 func PortVlans(h *netlink.Handle, l netlink.Link) ([]VlanEntry, error) {
+	h = orDefault(h)
 	all, err := h.BridgeVlanList()
 	if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
 		return nil, fmt.Errorf("listing bridge VLANs: %w", err)
