@@ -1,0 +1,203 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/types"
+)
+
+// DefaultMarkMasqBit is the iptables mark bit of hairpin packets; 14 and 15
+// are Kubernetes', 20–31 Calico's.
+const DefaultMarkMasqBit = 13
+
+// Config is the portmap configuration.
+type Config struct {
+	types.NetConf
+
+	// SNAT masquerades hairpin and 127.0.0.1 traffic; default true.
+	SNAT *bool `json:"snat,omitempty"`
+	// MasqAll masquerades every source sent to a mapping.
+	MasqAll bool `json:"masqAll,omitempty"`
+	// MarkMasqBit is the iptables mark bit (0–31); default 13.
+	MarkMasqBit *int `json:"markMasqBit,omitempty"`
+	// ExternalSetMarkChain is an iptables chain that marks for masquerade.
+	ExternalSetMarkChain *string `json:"externalSetMarkChain,omitempty"`
+	// ConditionsV4/V6 are extra match tokens of the backend's syntax.
+	ConditionsV4 *[]string `json:"conditionsV4,omitempty"`
+	ConditionsV6 *[]string `json:"conditionsV6,omitempty"`
+	// Backend is "iptables", "nftables" or unset (chosen from the options,
+	// else automatically).
+	Backend *string `json:"backend,omitempty"`
+
+	RuntimeConfig struct {
+		PortMaps []PortMapEntry `json:"portMappings,omitempty"`
+	} `json:"runtimeConfig,omitempty"`
+}
+
+// PortMapEntry is one element of the portMappings capability.
+type PortMapEntry struct {
+	HostPort      int    `json:"hostPort"`
+	ContainerPort int    `json:"containerPort"`
+	Protocol      string `json:"protocol"`
+	HostIP        string `json:"hostIP,omitempty"`
+}
+
+// Load decodes and validates a configuration.
+func Load(stdin []byte) (*Config, error) {
+	c := &Config{}
+	if err := types.Decode(stdin, c); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Validate reports every problem of the configuration at once.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, types.Errorf(types.ErrInvalidConfig, format, a...))
+	}
+	if c.MarkMasqBit != nil && (*c.MarkMasqBit < 0 || *c.MarkMasqBit > 31) {
+		bad("markMasqBit %d: must be between 0 and 31", *c.MarkMasqBit)
+	}
+	if c.MarkMasqBit != nil && c.ExternalSetMarkChain != nil {
+		bad("markMasqBit and externalSetMarkChain: cannot specify both")
+	}
+	if c.ExternalSetMarkChain != nil && !validChainName(*c.ExternalSetMarkChain) {
+		bad("externalSetMarkChain %q: not a valid iptables chain name", *c.ExternalSetMarkChain)
+	}
+	for name, conds := range map[string]*[]string{"conditionsV4": c.ConditionsV4, "conditionsV6": c.ConditionsV6} {
+		if conds == nil {
+			continue
+		}
+		for _, tok := range *conds {
+			if strings.ContainsAny(tok, "\n\r;#") {
+				bad("%s token %q: must not contain a newline, ';' or '#'", name, tok)
+			}
+		}
+	}
+	if _, err := c.backendKind(); err != nil {
+		errs = append(errs, err)
+	}
+	for i, m := range c.RuntimeConfig.PortMaps {
+		errs = append(errs, m.validate(i))
+	}
+	return errors.Join(errs...)
+}
+
+func (m PortMapEntry) validate(i int) error {
+	var errs []error
+	field := fmt.Sprintf("runtimeConfig.portMappings[%d]", i)
+	if m.HostPort < 1 || m.HostPort > 65535 {
+		errs = append(errs, types.Errorf(types.ErrInvalidConfig, "%s.hostPort %d: must be 1-65535", field, m.HostPort))
+	}
+	if m.ContainerPort < 1 || m.ContainerPort > 65535 {
+		errs = append(errs, types.Errorf(types.ErrInvalidConfig, "%s.containerPort %d: must be 1-65535", field, m.ContainerPort))
+	}
+	switch strings.ToLower(m.Protocol) {
+	case "", "tcp", "udp", "sctp":
+	default:
+		errs = append(errs, types.Errorf(types.ErrInvalidConfig, "%s.protocol %q: must be tcp, udp or sctp", field, m.Protocol))
+	}
+	if m.HostIP != "" && net.ParseIP(m.HostIP) == nil {
+		errs = append(errs, types.Errorf(types.ErrInvalidConfig, "%s.hostIP %q: not an IP address", field, m.HostIP))
+	}
+	return errors.Join(errs...)
+}
+
+func validChainName(s string) bool {
+	return s != "" && len(s) <= 28 && !strings.ContainsAny(s, " \t\n\r\"'")
+}
+
+// backendKind returns the backend the options call for: the explicit
+// backend, else the one whose options are present, else "" (automatic).
+// Options of the other backend are an error.
+func (c *Config) backendKind() (string, error) {
+	var iptOpts, nftOpts []string
+	if c.ExternalSetMarkChain != nil {
+		iptOpts = append(iptOpts, "externalSetMarkChain")
+	}
+	for name, conds := range map[string]*[]string{"conditionsV4": c.ConditionsV4, "conditionsV6": c.ConditionsV6} {
+		if conds == nil || len(*conds) == 0 {
+			continue
+		}
+		if first := (*conds)[0]; strings.HasPrefix(first, "-") || strings.HasPrefix(first, "!") {
+			iptOpts = append(iptOpts, name)
+		} else {
+			nftOpts = append(nftOpts, name)
+		}
+	}
+	want := ""
+	if c.Backend != nil {
+		want = *c.Backend
+	}
+	mismatch := func(b string, opts []string) error {
+		return types.Errorf(types.ErrInvalidConfig, "backend %q was requested but the configuration has options of the other backend: %s", b, strings.Join(opts, ", "))
+	}
+	switch {
+	case want == firewall.KindIPTables && len(nftOpts) > 0:
+		return "", mismatch(want, nftOpts)
+	case want == firewall.KindNFTables && len(iptOpts) > 0:
+		return "", mismatch(want, iptOpts)
+	case want == firewall.KindIPTables || want == firewall.KindNFTables:
+		return want, nil
+	case want != "" || c.Backend != nil:
+		return "", types.Errorf(types.ErrInvalidConfig, "backend %q: must be %q or %q", want, firewall.KindIPTables, firewall.KindNFTables)
+	case len(iptOpts) > 0 && len(nftOpts) > 0:
+		return "", types.Errorf(types.ErrInvalidConfig, "options of both backends: iptables %s, nftables %s", strings.Join(iptOpts, ", "), strings.Join(nftOpts, ", "))
+	case len(iptOpts) > 0:
+		return firewall.KindIPTables, nil
+	case len(nftOpts) > 0:
+		return firewall.KindNFTables, nil
+	}
+	return "", nil
+}
+
+// snat returns the effective snat.
+func (c *Config) snat() bool { return c.SNAT == nil || *c.SNAT }
+
+// mappings converts the capability entries.
+func (c *Config) mappings() []firewall.PortMapping {
+	var out []firewall.PortMapping
+	for _, m := range c.RuntimeConfig.PortMaps {
+		proto := strings.ToLower(m.Protocol)
+		if proto == "" {
+			proto = "tcp"
+		}
+		out = append(out, firewall.PortMapping{
+			HostPort: m.HostPort, ContainerPort: m.ContainerPort, Protocol: proto, HostIP: net.ParseIP(m.HostIP),
+		})
+	}
+	return out
+}
+
+// portMaps returns the firewall rules for the container addresses.
+func (c *Config) portMaps(v4, v6 *net.IPNet) *firewall.PortMaps {
+	pm := &firewall.PortMaps{
+		ContainerV4: v4, ContainerV6: v6,
+		Mappings: c.mappings(),
+		SNAT:     c.snat(),
+		MasqAll:  c.MasqAll,
+		MarkBit:  DefaultMarkMasqBit,
+	}
+	if c.MarkMasqBit != nil {
+		pm.MarkBit = *c.MarkMasqBit
+	}
+	if c.ExternalSetMarkChain != nil {
+		pm.ExternalSetMarkChain = *c.ExternalSetMarkChain
+	}
+	if c.ConditionsV4 != nil {
+		pm.ConditionsV4 = *c.ConditionsV4
+	}
+	if c.ConditionsV6 != nil {
+		pm.ConditionsV6 = *c.ConditionsV6
+	}
+	return pm
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/sysctl"
+)
+
+// linuxHost is hostOps on the running kernel.
+type linuxHost struct{}
+
+// EnableLocalnet sets route_localnet=1 on the interface routing to ip, so
+// that 127.0.0.1:hostPort DNATed to the container can leave through it.
+// Equivalent to: sysctl net.ipv4.conf.$(ip route get $ip | dev).route_localnet=1
+func (linuxHost) EnableLocalnet(ip net.IP) error {
+	routes, err := netlink.RouteGet(ip)
+	if err != nil {
+		return fmt.Errorf("route to %s: %w", ip, err)
+	}
+	if len(routes) == 0 {
+		return fmt.Errorf("no route to %s", ip)
+	}
+	link, err := netlink.LinkByIndex(routes[0].LinkIndex)
+	if err != nil {
+		return fmt.Errorf("link of route to %s: %w", ip, err)
+	}
+	return sysctl.Set("net/ipv4/conf/"+link.Attrs().Name+"/route_localnet", "1")
+}
+
+// FlushUDP deletes UDP conntrack entries by original destination port,
+// over netlink. Equivalent to: conntrack -D -p udp --orig-port-dst $port
+func (linuxHost) FlushUDP(v4 bool, ports []int) error {
+	family := netlink.InetFamily(unix.AF_INET6)
+	if v4 {
+		family = unix.AF_INET
+	}
+	var filters []netlink.CustomConntrackFilter
+	for _, port := range ports {
+		f := &netlink.ConntrackFilter{}
+		if err := f.AddProtocol(unix.IPPROTO_UDP); err != nil {
+			return err
+		}
+		if err := f.AddPort(netlink.ConntrackOrigDstPort, uint16(port)); err != nil {
+			return err
+		}
+		filters = append(filters, f)
+	}
+	_, err := netlink.ConntrackDeleteFilters(netlink.ConntrackTable, family, filters...)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/skel"
+	"cnisuite/pkg/types"
+)
+
+// hostOps are the node-side kernel calls besides the firewall.
+type hostOps interface {
+	// EnableLocalnet sets route_localnet on the interface routing to ip.
+	EnableLocalnet(ip net.IP) error
+	// FlushUDP deletes the UDP conntrack entries whose original destination
+	// port is one of ports.
+	FlushUDP(v4 bool, ports []int) error
+}
+
+// plugin holds the seams of the portmap verbs.
+type plugin struct {
+	newBackend func(ctx context.Context, kind string) (firewall.Backend, error)
+	host       hostOps
+}
+
+func owner(c *Config, a *skel.CmdArgs) firewall.Owner {
+	return firewall.Owner{Plugin: firewall.PluginPortmap, Network: c.Name, ContainerID: a.ContainerID, IfName: a.IfName}
+}
+
+func (p *plugin) backend(ctx context.Context, c *Config) (firewall.Backend, error) {
+	kind, err := c.backendKind()
+	if err != nil {
+		return nil, err
+	}
+	return p.newBackend(ctx, kind)
+}
+
+// Add installs the mappings for the container's first IPv4 and IPv6
+// address and passes prevResult on.
+func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error) {
+	c, err := Load(a.StdinData)
+	if err != nil {
+		return nil, err
+	}
+	prev, err := c.PrevResult()
+	if err != nil {
+		return nil, err
+	}
+	if prev == nil {
+		return nil, types.Errorf(types.ErrInvalidConfig, "prevResult: missing; portmap must be called as a chained plugin")
+	}
+	v4, v6 := containerAddrs(prev, a.IfName)
+	if len(c.RuntimeConfig.PortMaps) == 0 || v4 == nil && v6 == nil {
+		return prev, nil
+	}
+	be, err := p.backend(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	pm := c.portMaps(v4, v6)
+	if err := be.Ensure(ctx, owner(c, a), firewall.Rules{PortMaps: pm}); err != nil {
+		return nil, err
+	}
+	if v4 != nil && pm.SNAT && !pm.MasqAll {
+		if err := p.host.EnableLocalnet(v4.IP); err != nil {
+			return nil, types.Errorf(types.ErrIO, "route_localnet for %s: %w", v4.IP, err)
+		}
+	}
+	p.flushUDP(a, pm.Mappings, v4 != nil, v6 != nil)
+	return prev, nil
+}
+
+// flushUDP drops UDP conntrack entries of the host ports, after the rules
+// are in place, so a replaced container gets the flow at once. Failures are
+// reported on stderr only: the mappings themselves work.
+func (p *plugin) flushUDP(a *skel.CmdArgs, ms []firewall.PortMapping, v4, v6 bool) {
+	for _, fam := range []struct{ on, v4 bool }{{v4, true}, {v6, false}} {
+		var ports []int
+		for _, m := range ms {
+			if m.Protocol == "udp" && (m.HostIP == nil || (m.HostIP.To4() != nil) == fam.v4) {
+				ports = append(ports, m.HostPort)
+			}
+		}
+		if fam.on && len(ports) > 0 {
+			if err := p.host.FlushUDP(fam.v4, ports); err != nil && a.Stderr != nil {
+				fmt.Fprintf(a.Stderr, "portmap: flushing UDP conntrack entries of ports %v: %v\n", ports, err)
+			}
+		}
+	}
+}
+
+// Del removes the attachment's rules, whatever the runtime passes: no
+// portMappings, no prevResult and no netns are all fine.
+func (p *plugin) Del(ctx context.Context, a *skel.CmdArgs) error {
+	c, err := Load(a.StdinData)
+	if err != nil {
+		return err
+	}
+	be, err := p.backend(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := be.Remove(ctx, owner(c, a)); err != nil {
+		return err
+	}
+	ms := c.mappings()
+	p.flushUDP(a, ms, true, true)
+	return nil
+}
+
+// Check fails when any rule of the attachment's mappings is missing.
+func (p *plugin) Check(ctx context.Context, a *skel.CmdArgs) error {
+	c, err := Load(a.StdinData)
+	if err != nil {
+		return err
+	}
+	prev, err := c.PrevResult()
+	if err != nil {
+		return err
+	}
+	if prev == nil {
+		return types.Errorf(types.ErrInvalidConfig, "prevResult: required for CHECK")
+	}
+	v4, v6 := containerAddrs(prev, a.IfName)
+	if len(c.RuntimeConfig.PortMaps) == 0 || v4 == nil && v6 == nil {
+		return nil
+	}
+	be, err := p.backend(ctx, c)
+	if err != nil {
+		return err
+	}
+	return be.Check(ctx, owner(c, a), firewall.Rules{PortMaps: c.portMaps(v4, v6)})
+}
+
+// GC removes the network's rules whose attachment is not valid any more.
+func (p *plugin) GC(ctx context.Context, a *skel.CmdArgs) error {
+	c, err := Load(a.StdinData)
+	if err != nil {
+		return err
+	}
+	be, err := p.backend(ctx, c)
+	if err != nil {
+		return err
+	}
+	var keep []firewall.Owner
+	for _, at := range c.GCAttachments() {
+		keep = append(keep, firewall.Owner{ContainerID: at.ContainerID, IfName: at.IfName})
+	}
+	return be.GC(ctx, firewall.PluginPortmap, c.Name, keep)
+}
+
+// Status reports 50 when the chosen backend cannot work on this node.
+func (p *plugin) Status(ctx context.Context, a *skel.CmdArgs) error {
+	c, err := Load(a.StdinData)
+	if err != nil {
+		return err
+	}
+	be, err := p.backend(ctx, c)
+	if err == nil {
+		err = be.Usable(ctx)
+	}
+	if err != nil && !errors.Is(err, types.ErrNotAvailable) && !errors.Is(err, types.ErrInvalidConfig) {
+		return types.Errorf(types.ErrNotAvailable, "portmap: %w", err)
+	}
+	return err
+}
+
+// containerAddrs returns the first IPv4 and IPv6 address of the container
+// interface ifName: addresses of another interface or of a host-side one
+// (no sandbox) are skipped; addresses naming no interface are taken.
+func containerAddrs(r *types.Result, ifName string) (v4, v6 *net.IPNet) {
+	for _, ip := range r.IPs {
+		if i := ip.Interface; i != nil {
+			if *i < 0 || *i >= len(r.Interfaces) {
+				continue
+			}
+			if iface := r.Interfaces[*i]; iface.Name != ifName || iface.Sandbox == "" {
+				continue
+			}
+		}
+		addr := ip.Address
+		switch {
+		case addr.IP.To4() != nil && v4 == nil:
+			v4 = &net.IPNet{IP: addr.IP.To4(), Mask: addr.Mask[len(addr.Mask)-net.IPv4len:]}
+		case addr.IP.To4() == nil && v6 == nil:
+			v6 = &net.IPNet{IP: addr.IP, Mask: addr.Mask}
+		}
+	}
+	return v4, v6
+}
