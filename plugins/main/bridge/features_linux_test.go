@@ -188,3 +188,24 @@ func contLink(t *testing.T, c *ctr) netlink.Link {
 	}
 	return l
 }
+
+// TestEnableDADFails: with enabledad, ADD fails when another node on the
+// bridge already holds the container's IPv6 address, and leaves nothing.
+func TestEnableDADFails(t *testing.T) {
+	n := newNet(t, "1.0.0", "bdad", `"enabledad":true`, hostLocal(t, "fd99::/64"))
+	if _, err := link.EnsureBridge(&netlink.Handle{}, link.BridgeOptions{Name: "bdad"}); err != nil {
+		t.Fatal(err)
+	}
+	dup, _ := netlink.ParseAddr("fd99::2/64") // host-local's first address
+	dup.Flags = 0x02                          // IFA_F_NODAD: the bridge owns it at once
+	if err := netlink.AddrAdd(hostLink(t, "bdad"), dup); err != nil {
+		t.Fatal(err)
+	}
+	c := &ctr{id: "dad", ns: sandbox.NewNS(t)}
+	if _, err := n.tryAdd(n.runtimeConf(c.id, c.ns)); err == nil || !strings.Contains(err.Error(), "duplicate address") {
+		t.Fatalf("ADD with a duplicate address = %v, want a DAD failure", err)
+	}
+	if ports := bridgePorts(t, "bdad"); len(ports) != 0 {
+		t.Errorf("ports left after the failed ADD: %v", ports)
+	}
+}
