@@ -1,0 +1,81 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/types"
+)
+
+func TestValidate(t *testing.T) {
+	const head = `{"cniVersion":"1.0.0","name":"n","type":"portmap"`
+	pm := func(entries string) string { return `,"runtimeConfig":{"portMappings":[` + entries + `]}` }
+	tests := []struct {
+		name, conf string
+		wantErr    []string // substrings, all present; none means valid
+		wantKind   string
+	}{
+		{"defaults", head + `}`, nil, ""},
+		{"host port zero", head + pm(`{"hostPort":0,"containerPort":80,"protocol":"tcp"}`) + `}`, []string{"hostPort 0: must be 1-65535"}, ""},
+		{"host port too big", head + pm(`{"hostPort":70000,"containerPort":80,"protocol":"tcp"}`) + `}`, []string{"hostPort 70000"}, ""},
+		{"container port", head + pm(`{"hostPort":80,"containerPort":-1,"protocol":"tcp"}`) + `}`, []string{"containerPort -1"}, ""},
+		{"protocol", head + pm(`{"hostPort":80,"containerPort":80,"protocol":"icmp"}`) + `}`, []string{`protocol "icmp"`}, ""},
+		{"host ip", head + pm(`{"hostPort":80,"containerPort":80,"protocol":"tcp","hostIP":"1.2.3"}`) + `}`, []string{`hostIP "1.2.3"`}, ""},
+		{"every problem at once", head + pm(`{"hostPort":0,"containerPort":0,"protocol":"x"}`) + `,"markMasqBit":32}`,
+			[]string{"hostPort 0", "containerPort 0", `protocol "x"`, "markMasqBit 32"}, ""},
+		{"mark and external chain", head + `,"markMasqBit":3,"externalSetMarkChain":"X"}`, []string{"cannot specify both"}, ""},
+		{"unknown backend", head + `,"backend":"ebtables"}`, []string{`backend "ebtables"`}, ""},
+		{"nft conditions with iptables", head + `,"backend":"iptables","conditionsV4":["ip","saddr","1.2.3.4"]}`, []string{"conditionsV4"}, ""},
+		{"ipt conditions with nftables", head + `,"backend":"nftables","conditionsV6":["!","-s","::1"]}`, []string{"conditionsV6"}, ""},
+		{"external chain with nftables", head + `,"backend":"nftables","externalSetMarkChain":"KUBE-MARK-MASQ"}`, []string{"externalSetMarkChain"}, ""},
+		{"nft conditions choose nftables", head + `,"conditionsV4":["ip","saddr","!=","1.2.3.4"]}`, nil, firewall.KindNFTables},
+		{"ipt conditions choose iptables", head + `,"conditionsV4":["!","-s","1.2.3.4"]}`, nil, firewall.KindIPTables},
+		{"injection in a condition", head + `,"conditionsV4":["ip saddr 1.1.1.1\nflush ruleset"]}`, []string{"must not contain a newline"}, ""},
+		{"explicit nftables", head + `,"backend":"nftables","markMasqBit":31}`, nil, firewall.KindNFTables},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load([]byte(tc.conf))
+			if len(tc.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("Load(%s) = %v, want success", tc.conf, err)
+				}
+				if kind, _ := c.backendKind(); kind != tc.wantKind {
+					t.Errorf("backendKind() = %q, want %q", kind, tc.wantKind)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Load(%s) succeeded, want errors %q", tc.conf, tc.wantErr)
+			}
+			if types.Code(err) != types.CodeInvalidConfig {
+				t.Errorf("Load(%s) code = %d, want 7", tc.conf, types.Code(err))
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Load(%s) = %v, want it to mention %q", tc.conf, err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestContainerAddrs(t *testing.T) {
+	c, err := Load([]byte(conf("")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev, err := c.PrevResult()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v4, v6 := containerAddrs(prev, "eth0")
+	if v4.String() != "10.88.0.2/16" || v6.String() != "fd00:88::2/64" {
+		t.Errorf("containerAddrs(eth0) = %v, %v; want 10.88.0.2/16, fd00:88::2/64", v4, v6)
+	}
+	v4, v6 = containerAddrs(prev, "eth1")
+	if v4.String() != "10.99.0.9/24" || v6 != nil {
+		t.Errorf("containerAddrs(eth1) = %v, %v; want 10.99.0.9/24, <nil>", v4, v6)
+	}
+}

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/skel"
+	"cnisuite/pkg/types"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// fakeHost records host calls.
+type fakeHost struct {
+	localnet []string
+	flushed  []string
+}
+
+func (h *fakeHost) EnableLocalnet(ip net.IP) error {
+	h.localnet = append(h.localnet, ip.String())
+	return nil
+}
+
+func (h *fakeHost) FlushUDP(v4 bool, ports []int) error {
+	fam := "v6"
+	if v4 {
+		fam = "v4"
+	}
+	h.flushed = append(h.flushed, fmt.Sprintf("%s %v", fam, ports))
+	return nil
+}
+
+type harness struct {
+	fw    *firewall.Fake
+	host  *fakeHost
+	kinds []string // backend kinds asked for
+}
+
+func newHarness(kind string) *harness {
+	return &harness{fw: firewall.NewFake(kind), host: &fakeHost{}}
+}
+
+// run runs one verb in-process through the skel.
+func (h *harness) run(t *testing.T, command, conf string, env ...string) (string, *types.Error) {
+	t.Helper()
+	p := &plugin{host: h.host, newBackend: func(_ context.Context, kind string) (firewall.Backend, error) {
+		h.kinds = append(h.kinds, kind)
+		return h.fw, nil
+	}}
+	sp := &skel.Plugin{Name: "portmap", Add: p.Add, Check: p.Check, Del: p.Del, GC: p.GC, Status: p.Status}
+	base := []string{"CNI_COMMAND=" + command, "CNI_CONTAINERID=ctr1", "CNI_NETNS=/nonexistent/netns",
+		"CNI_IFNAME=eth0", "CNI_PATH=/nonexistent"}
+	var stdout, stderr bytes.Buffer
+	if code := sp.Run(append(base, env...), strings.NewReader(conf), &stdout, &stderr); code != 0 {
+		var e types.Error
+		if err := json.Unmarshal(stdout.Bytes(), &e); err != nil {
+			t.Fatalf("%s: exit %d, stdout %q: %v", command, code, stdout.String(), err)
+		}
+		return "", &e
+	}
+	return stdout.String(), nil
+}
+
+const prevDual = `"prevResult":{"cniVersion":"1.0.0",
+ "interfaces":[{"name":"cni0"},{"name":"veth1"},{"name":"eth0","sandbox":"/run/netns/x"},{"name":"eth1","sandbox":"/run/netns/x"}],
+ "ips":[{"address":"10.99.0.9/24","interface":3},{"address":"10.88.0.2/16","interface":2},{"address":"10.88.0.3/16","interface":2},
+        {"address":"fd00:88::2/64","interface":2}]}`
+
+func conf(extra string) string {
+	return `{"cniVersion":"1.0.0","name":"net1","type":"portmap"` + extra + `,` + prevDual + `}`
+}
+
+const maps = `,"runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"},{"hostPort":5353,"containerPort":53,"protocol":"udp"}]}`
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run with -update): %v", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s:\n--- got\n%s\n--- want\n%s", name, path, got, want)
+	}
+}
+
+func TestAddRules(t *testing.T) {
+	tests := []struct {
+		name, extra string
+		kinds       []string
+	}{
+		{"dual", maps, []string{firewall.KindNFTables, firewall.KindIPTables}},
+		{"hostip", `,"runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp","hostIP":"192.0.2.1"},` +
+			`{"hostPort":8081,"containerPort":81,"protocol":"TCP","hostIP":"::"},{"hostPort":53,"containerPort":53,"protocol":"udp","hostIP":"2001:db8::1"}]}`,
+			[]string{firewall.KindNFTables, firewall.KindIPTables}},
+		{"snat_off", `,"snat":false` + maps, []string{firewall.KindNFTables, firewall.KindIPTables}},
+		{"masqall", `,"masqAll":true` + maps, []string{firewall.KindNFTables, firewall.KindIPTables}},
+		{"conditions_nft", `,"conditionsV4":["ip","saddr","!=","192.0.2.0/24"],"conditionsV6":["ip6","saddr","!=","2001:db8::/32"]` + maps, []string{firewall.KindNFTables}},
+		{"conditions_ipt", `,"conditionsV4":["!","-s","192.0.2.0/24"]` + maps, []string{firewall.KindIPTables}},
+		{"markbit", `,"markMasqBit":5` + maps, []string{firewall.KindIPTables}},
+		{"external_mark", `,"externalSetMarkChain":"KUBE-MARK-MASQ"` + maps, []string{firewall.KindIPTables}},
+		{"static_runtimeconfig_v4only", `,"runtimeConfig":{"portMappings":[{"hostPort":9000,"containerPort":90,"protocol":"sctp","hostIP":"0.0.0.0"}]}`,
+			[]string{firewall.KindNFTables}},
+	}
+	for _, tc := range tests {
+		for _, kind := range tc.kinds {
+			t.Run(tc.name+"/"+kind, func(t *testing.T) {
+				h := newHarness(kind)
+				out, e := h.run(t, "ADD", conf(tc.extra))
+				if e != nil {
+					t.Fatalf("ADD: %+v", e)
+				}
+				if !strings.Contains(out, `"10.88.0.2/16"`) {
+					t.Errorf("ADD output %s does not pass prevResult on", out)
+				}
+				golden(t, "add_"+tc.name+"."+kind, h.fw.Dump()+"# localnet "+strings.Join(h.host.localnet, ",")+
+					"\n# udp flush "+strings.Join(h.host.flushed, "; ")+"\n")
+			})
+		}
+	}
+}
+
+func TestVerbs(t *testing.T) {
+	h := newHarness(firewall.KindNFTables)
+	if _, e := h.run(t, "ADD", conf(maps)); e != nil {
+		t.Fatalf("ADD: %+v", e)
+	}
+	if _, e := h.run(t, "CHECK", conf(maps)); e != nil {
+		t.Errorf("CHECK after ADD: %+v", e)
+	}
+	changed := strings.Replace(maps, "8080", "8081", 1)
+	if _, e := h.run(t, "CHECK", conf(changed)); e == nil {
+		t.Errorf("CHECK with other mappings succeeded, want an error")
+	}
+	// DEL without portMappings and without prevResult still removes.
+	if _, e := h.run(t, "DEL", `{"cniVersion":"1.0.0","name":"net1","type":"portmap"}`); e != nil {
+		t.Fatalf("DEL: %+v", e)
+	}
+	if got := h.fw.Owners(); len(got) != 0 {
+		t.Errorf("after DEL, owners %v remain", got)
+	}
+	if _, e := h.run(t, "DEL", `{"cniVersion":"1.0.0","name":"net1","type":"portmap"}`); e != nil {
+		t.Errorf("second DEL: %+v", e)
+	}
+}
+
+func TestGCKeepsValid(t *testing.T) {
+	h := newHarness(firewall.KindNFTables)
+	for _, id := range []string{"a", "b", "c"} {
+		if _, e := h.run(t, "ADD", conf(maps), "CNI_CONTAINERID="+id); e != nil {
+			t.Fatalf("ADD %s: %+v", id, e)
+		}
+	}
+	gc := `{"cniVersion":"1.1.0","name":"net1","type":"portmap","cni.dev/valid-attachments":[{"containerID":"b","ifname":"eth0"}]}`
+	if _, e := h.run(t, "GC", gc); e != nil {
+		t.Fatalf("GC: %+v", e)
+	}
+	got := h.fw.Owners()
+	if len(got) != 1 || got[0].ContainerID != "b" {
+		t.Errorf("after GC, owners = %v, want only b", got)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	h := newHarness(firewall.KindNFTables)
+	st := `{"cniVersion":"1.1.0","name":"net1","type":"portmap"}`
+	if _, e := h.run(t, "STATUS", st); e != nil {
+		t.Errorf("STATUS: %+v", e)
+	}
+	h.fw.Err = types.Errorf(types.ErrNotAvailable, "no nftables")
+	if _, e := h.run(t, "STATUS", st); e == nil || e.Code != 50 {
+		t.Errorf("STATUS with an unusable backend = %+v, want code 50", e)
+	}
+}
+
+func TestPassThrough(t *testing.T) {
+	h := newHarness(firewall.KindNFTables)
+	out, e := h.run(t, "ADD", conf(""))
+	if e != nil || !strings.Contains(out, "fd00:88::2/64") {
+		t.Errorf("ADD without mappings = %q, %+v; want prevResult back", out, e)
+	}
+	if len(h.fw.Calls()) != 0 {
+		t.Errorf("ADD without mappings touched the firewall: %v", h.fw.Calls())
+	}
+	if _, e := h.run(t, "ADD", `{"cniVersion":"1.0.0","name":"net1","type":"portmap"`+maps+`}`); e == nil || e.Code != 7 {
+		t.Errorf("ADD without prevResult = %+v, want code 7", e)
+	}
+}
+
+func TestConflictIsReported(t *testing.T) {
+	h := newHarness(firewall.KindNFTables)
+	h.fw.Err = types.Errorf(firewall.ErrConflict, "taken")
+	_, e := h.run(t, "ADD", conf(maps))
+	if e == nil || !strings.Contains(e.Msg, "taken") {
+		t.Errorf("ADD with a conflict = %+v, want the conflict", e)
+	}
+	if !errors.Is(h.fw.Err, firewall.ErrConflict) {
+		t.Fatal("unreachable")
+	}
+}
