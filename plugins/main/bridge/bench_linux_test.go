@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"time"
 	"testing"
+	"time"
 
 	"cnisuite/test/sandbox"
 )
