@@ -4,7 +4,7 @@
 // CNI result. Each helper names its iproute2 equivalent.
 //
 // Helpers take a *netlink.Handle so that the caller decides which network
-// namespace they act in; a nil handle means the namespace of the calling
-// thread. Functions that read or write sysctls of a namespace other than the
+// namespace they act in; where a doc comment says so, a nil handle means the
+// namespace of the calling thread. Functions that read or write sysctls of a namespace other than the
 // caller's must run inside it (see pkg/ns).
 package link

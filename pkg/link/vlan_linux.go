@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ApplyPortVlans programs plan on the bridge port l.
+// ApplyPortVlans programs plan on the bridge port l; h may be nil.
 //
 // Equivalent to: bridge vlan del dev $l vid $each_existing (when flushing);
 // bridge vlan add dev $l vid $vid [pvid] [untagged] master
@@ -37,7 +37,7 @@ func ApplyPortVlans(h *netlink.Handle, l netlink.Link, plan VlanPlan) error {
 	return nil
 }
 
-// PortVlans lists the VLANs of the bridge port l.
+// PortVlans lists the VLANs of the bridge port l; h may be nil.
 //
 // Equivalent to: bridge vlan show dev $l
 func PortVlans(h *netlink.Handle, l netlink.Link) ([]VlanEntry, error) {
