@@ -76,6 +76,9 @@ func (b *nftBackend) Remove(ctx context.Context, o Owner) error {
 		return err
 	}
 	var errs []error
+	if err := nftDropOrphanElems(existing); err != nil {
+		errs = append(errs, err)
+	}
 	if script := nftRemoveScript(existing); script != "" {
 		errs = append(errs, b.run(ctx, script))
 	}
@@ -104,6 +107,9 @@ func (b *nftBackend) GC(ctx context.Context, plugin, network string, keep []Owne
 	}
 	existing, err := nftRead(stale)
 	if err != nil {
+		return err
+	}
+	if err := nftDropOrphanElems(existing); err != nil {
 		return err
 	}
 	if script := nftRemoveScript(existing); script != "" {
@@ -137,16 +143,26 @@ func desiredRefs(cs []nftChain) []nftChain {
 }
 
 // nftRead fetches the rule comments of the named chains that exist. A
-// chain without rules counts as absent: we never write an empty one.
+// chain emptied behind our back is returned without comments.
 func nftRead(chains []nftChain) ([]nftExisting, error) {
 	var out []nftExisting
+	var conn *nftables.Conn
 	for _, c := range chains {
 		rules, err := nlListRules(byte(familyOf[c.table.family]), c.table.name, c.name)
 		if err != nil {
 			return nil, types.Errorf(types.ErrIO, "listing chain %s %s: %w", c.table, c.name, err)
 		}
 		if len(rules) == 0 {
-			continue
+			// The dump cannot tell an empty chain from a missing one.
+			if conn == nil {
+				if conn, err = nftables.New(); err != nil {
+					return nil, types.Errorf(types.ErrIO, "netlink to nftables: %w", err)
+				}
+			}
+			table := &nftables.Table{Name: c.table.name, Family: familyOf[c.table.family]}
+			if _, err := conn.ListChain(table, c.name); err != nil {
+				continue
+			}
 		}
 		e := nftExisting{table: c.table, name: c.name}
 		for _, r := range rules {
@@ -155,6 +171,53 @@ func nftRead(chains []nftChain) ([]nftExisting, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// nftDropOrphanElems deletes, over netlink, the map elements leading to
+// existing chains whose rules no longer say which elements they have (a
+// chain flushed behind our back), so that the chains can be deleted.
+func nftDropOrphanElems(existing []nftExisting) error {
+	var conn *nftables.Conn
+	for _, e := range existing {
+		if len(e.comments) > 0 {
+			continue
+		}
+		var err error
+		if conn == nil {
+			if conn, err = nftables.New(); err != nil {
+				return types.Errorf(types.ErrIO, "netlink to nftables: %w", err)
+			}
+		}
+		table := &nftables.Table{Name: e.table.name, Family: familyOf[e.table.family]}
+		sets, err := conn.GetSets(table)
+		if err != nil {
+			return types.Errorf(types.ErrIO, "listing maps of %s: %w", e.table, err)
+		}
+		for _, set := range sets {
+			elems, err := conn.GetSetElements(set)
+			if err != nil {
+				return types.Errorf(types.ErrIO, "listing map %s: %w", set.Name, err)
+			}
+			var drop []nftables.SetElement
+			for _, el := range elems {
+				if verdictChain(el.Val) == e.name {
+					drop = append(drop, nftables.SetElement{Key: el.Key})
+				}
+			}
+			if len(drop) > 0 {
+				if err := conn.SetDeleteElements(set, drop); err != nil {
+					return types.Errorf(types.ErrIO, "deleting elements of %s: %w", set.Name, err)
+				}
+			}
+		}
+	}
+	if conn == nil {
+		return nil
+	}
+	if err := conn.Flush(); err != nil {
+		return types.Errorf(types.ErrIO, "deleting orphan map elements: %w", err)
+	}
+	return nil
 }
 
 // nftCompare reports the first desired rule missing from the kernel.
