@@ -150,6 +150,12 @@ func TestDel(t *testing.T) {
 	if got := files(t, dataDir); got != "last_reserved_ip.0=10.1.2.3 last_reserved_ip.1=2001:db8::3 lock=" {
 		t.Errorf("after DEL c2: %s", got)
 	}
+	entries, _ := os.ReadDir(filepath.Join(dataDir, "testnet"))
+	for _, e := range entries {
+		if e.Name() != "lock" && !strings.HasPrefix(e.Name(), "last_reserved_ip.") {
+			t.Errorf("after every DEL the lease directory still holds %s", e.Name())
+		}
+	}
 	// DEL on a network that never leased anything creates nothing.
 	empty := t.TempDir()
 	mustRun(t, call{cmd: "DEL", id: "c1", conf: conf("1.0.0", empty, dualStack)})

@@ -4,11 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -51,14 +51,34 @@ func (s *Store) indexGet(a types.Attachment) ([]net.IP, error) {
 	return out, nil
 }
 
+// indexAdd appends ip to the index file of a, creating it when missing.
+// Index files are written in place: a crash half-way leaves the stamp
+// invalid (begin), so a torn index file is never trusted.
 func (s *Store) indexAdd(a types.Attachment, ip net.IP) error {
-	ips, err := s.indexGet(a)
+	f, err := os.OpenFile(s.indexPathOf(indexKey(a)), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return err
+		return ioErr("updating lease index", err)
 	}
-	return s.indexPut(a, append(ips, ip))
+	fi, err := f.Stat()
+	if err == nil {
+		line := ip.String() + "\n"
+		if fi.Size() == 0 {
+			line = a.ContainerID + "\n" + a.IfName + "\n" + line
+		}
+		_, err = f.WriteString(line)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return ioErr("updating lease index", err)
+	}
+	s.point("index-updated")
+	return nil
 }
 
+// indexRemove drops ip from the index file of a, removing the file when it
+// lists nothing else.
 func (s *Store) indexRemove(a types.Attachment, ip net.IP) error {
 	ips, err := s.indexGet(a)
 	if err != nil {
@@ -70,17 +90,11 @@ func (s *Store) indexRemove(a types.Attachment, ip net.IP) error {
 			keep = append(keep, x)
 		}
 	}
-	return s.indexPut(a, keep)
-}
-
-// indexPut replaces the index file of a; an empty list removes it.
-func (s *Store) indexPut(a types.Attachment, ips []net.IP) error {
 	path := s.indexPathOf(indexKey(a))
-	var err error
-	if len(ips) == 0 {
+	if len(keep) == 0 {
 		err = removeIfExists(path)
 	} else {
-		err = replaceFile(s.indexPathOf(indexTmpName), path, indexContent(a, ips))
+		err = overwrite(path, indexContent(a, keep))
 	}
 	if err != nil {
 		return ioErr("updating lease index", err)
@@ -98,6 +112,12 @@ func indexContent(a types.Attachment, ips []net.IP) []byte {
 	return []byte(b.String())
 }
 
+// stampText is the fixed-width text of a stamp; writing it in place never
+// allocates or frees a block. invalidStamp matches no directory time.
+func stampText(t time.Time) string { return fmt.Sprintf("%020d", t.UnixNano()) }
+
+const invalidStamp = "--------------------"
+
 // ensureIndex rebuilds the index unless its stamp matches the modification
 // time of the network directory.
 func (s *Store) ensureIndex() error {
@@ -106,7 +126,7 @@ func (s *Store) ensureIndex() error {
 		return ioErr("checking lease directory", err)
 	}
 	data, err := os.ReadFile(s.indexPathOf(stampName))
-	if err == nil && string(data) == strconv.FormatInt(dirInfo.ModTime().UnixNano(), 10) {
+	if err == nil && string(data) == stampText(dirInfo.ModTime()) {
 		return nil
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -119,13 +139,13 @@ func (s *Store) ensureIndex() error {
 	return s.rebuild(leases)
 }
 
-// begin removes the stamp before the first change, so that a crash before
-// Commit leaves the index unstamped, hence rebuilt by the next Lock.
+// begin invalidates the stamp before the first change, so that a crash
+// before Commit leaves the index unstamped, hence rebuilt by the next Lock.
 func (s *Store) begin() error {
 	if s.dirty {
 		return nil
 	}
-	if err := removeIfExists(s.indexPathOf(stampName)); err != nil {
+	if err := overwrite(s.indexPathOf(stampName), []byte(invalidStamp)); err != nil {
 		return ioErr("invalidating lease index", err)
 	}
 	s.dirty = true
@@ -196,8 +216,7 @@ func (s *Store) stamp() error {
 	if err != nil {
 		return ioErr("stamping lease directory", err)
 	}
-	stamp := strconv.FormatInt(fi.ModTime().UnixNano(), 10)
-	if err := replaceFile(s.indexPathOf(indexTmpName), s.indexPathOf(stampName), []byte(stamp)); err != nil {
+	if err := overwrite(s.indexPathOf(stampName), []byte(stampText(fi.ModTime()))); err != nil {
 		return ioErr("stamping lease index", err)
 	}
 	s.point("index-stamped")

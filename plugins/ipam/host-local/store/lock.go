@@ -101,10 +101,8 @@ func (s *Store) Unlock() error {
 
 // cleanTemporaries removes temporary files a crashed run may have left.
 func (s *Store) cleanTemporaries() error {
-	for _, p := range []string{s.path(leaseTmpName), s.path(lastTmpName), s.indexPathOf(indexTmpName)} {
-		if err := removeIfExists(p); err != nil {
-			return ioErr("removing temporary file", err)
-		}
+	if err := removeIfExists(s.path(leaseTmpName)); err != nil {
+		return ioErr("removing temporary lease", err)
 	}
 	return nil
 }

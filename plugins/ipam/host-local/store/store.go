@@ -34,9 +34,8 @@ const (
 	lockName           = "lock"
 	lastReservedPrefix = "last_reserved_ip."
 	leaseTmpName       = ".lease.tmp"
-	lastTmpName        = ".last_reserved_ip.tmp"
+	spareSuffix        = ".swap" // last_reserved_ip.<n>.swap: spare for exchange
 	indexRootName      = ".host-local-index"
-	indexTmpName       = ".tmp"
 	stampName          = ".stamp"
 )
 
@@ -244,15 +243,11 @@ func (s *Store) LastReserved(set int) (net.IP, error) {
 }
 
 func (s *Store) writeLastReserved(set int, ip net.IP) error {
-	tmp := s.path(lastTmpName)
-	if err := writeNew(tmp, []byte(ip.String())); err != nil {
-		return ioErr("writing last reserved address", err)
+	name := fmt.Sprintf("%s%d", lastReservedPrefix, set)
+	if err := exchange(s.path(name+spareSuffix), s.path(name), []byte(ip.String())); err != nil {
+		return ioErr("writing "+name, err)
 	}
-	s.point("last-reserved-tmp-written")
-	if err := os.Rename(tmp, s.path(fmt.Sprintf("%s%d", lastReservedPrefix, set))); err != nil {
-		return ioErr("writing last reserved address", err)
-	}
-	s.point("last-reserved-renamed")
+	s.point("last-reserved-written")
 	return nil
 }
 
