@@ -108,6 +108,8 @@ func TestGC(t *testing.T) {
 			`"cni.dev/attachments":[{"containerID":"keep","ifname":"net1"}]`},
 			want: `10.1.2.2=keep\r\neth0 10.1.2.3=keep\r\nnet1 10.1.2.5=keep last_reserved_ip.0=10.1.2.6 lock=`},
 		{name: "empty_list_releases_all", keys: []string{`"cni.dev/valid-attachments":[]`}, want: `last_reserved_ip.0=10.1.2.6 lock=`},
+		{name: "null_list_releases_all", keys: []string{`"cni.dev/valid-attachments":null`, `"cni.dev/attachments":null`},
+			want: `last_reserved_ip.0=10.1.2.6 lock=`},
 		{name: "missing_key_refused", err: "GC needs cni.dev/valid-attachments"},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -169,21 +170,21 @@ func inSubnets(sets []allocator.RangeSet, ip net.IP) bool {
 }
 
 // cmdGC releases every lease of the network whose attachment is not listed
-// as valid. Both spellings of the key are read; an empty list is meaningful
-// and releases everything, a missing one is refused.
+// as valid. Both spellings of the key are read; an empty list (or null, as
+// libcni sends for no attachment) is meaningful and releases everything; a
+// missing key is refused.
 func cmdGC(ctx context.Context, a *skel.CmdArgs) error {
 	n, err := parseConf(a.StdinData)
 	if err != nil {
 		return err
 	}
-	var keys struct {
-		Valid  *[]types.Attachment `json:"cni.dev/valid-attachments"`
-		Legacy *[]types.Attachment `json:"cni.dev/attachments"`
-	}
+	var keys map[string]json.RawMessage
 	if err := types.Decode(a.StdinData, &keys); err != nil {
 		return err
 	}
-	if keys.Valid == nil && keys.Legacy == nil {
+	_, valid := keys["cni.dev/valid-attachments"]
+	_, legacy := keys["cni.dev/attachments"]
+	if !valid && !legacy {
 		return types.Errorf(types.ErrInvalidConfig, "GC needs cni.dev/valid-attachments (an empty list releases every lease)")
 	}
 	st, ok, err := openExisting(n)
