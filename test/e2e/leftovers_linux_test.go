@@ -1,0 +1,108 @@
+package e2e
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// pluginStateDirs are where the plugins (and libcni's result cache) keep
+// per-attachment state: host-local leases, tuning backups, cached results.
+var pluginStateDirs = []string{"/var/lib/cni", "/run/cni"}
+
+// leftovers lists what an attachment left on the node after its DEL: veth
+// links, state files naming the container or its address, and firewall
+// rules naming its address. Empty means clean.
+func (n *node) leftovers(containerID, ip string) []string {
+	var dirs []string
+	for _, d := range pluginStateDirs {
+		dirs = append(dirs, n.path(d))
+	}
+	found := vethLeft(n.run)
+	found = append(found, stateFiles(dirs, containerID, ip)...)
+	return append(found, rulesLeft(n.run, containerID, ip)...)
+}
+
+// runner runs a command in some node's namespaces, like node.run.
+type runner func(timeout time.Duration, name string, args ...string) (string, error)
+
+// vethLeft lists the veth links of a node.
+func vethLeft(run runner) []string {
+	out, err := run(30*time.Second, "ip", "-o", "link", "show", "type", "veth")
+	switch {
+	case err != nil:
+		return []string{err.Error()}
+	case strings.TrimSpace(out) != "":
+		return []string{"veth left: " + strings.TrimSpace(out)}
+	}
+	return nil
+}
+
+// stateFiles lists the files under the plugin state directories whose name
+// is the address or names the container, or whose content names the
+// container (a lease in the reference format holds the container ID).
+func stateFiles(dirs []string, containerID, ip string) []string {
+	var found []string
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil // a directory that vanished mid-walk holds nothing
+			}
+			name := d.Name()
+			if name == ip || strings.Contains(name, containerID) || fileMentions(p, containerID) {
+				found = append(found, "state file left: "+p)
+			}
+			return nil
+		})
+		if err != nil {
+			found = append(found, "walking "+dir+": "+err.Error())
+		}
+	}
+	return found
+}
+
+func fileMentions(path, s string) bool {
+	data, err := os.ReadFile(path)
+	return err == nil && bytes.Contains(data, []byte(s))
+}
+
+// rules lists the firewall rules of the node (nftables, which includes
+// iptables-nft, and iptables-legacy) that name the address or the container.
+func rulesLeft(run runner, containerID, ip string) []string {
+	addr := regexp.MustCompile(`(^|[^0-9.])` + regexp.QuoteMeta(ip) + `([^0-9]|$)`)
+	var found []string
+	dumps := []struct{ name, script string }{
+		{"nft", "nft list ruleset"},
+		{"iptables-legacy", "if command -v iptables-legacy-save >/dev/null; then iptables-legacy-save 2>/dev/null; fi"},
+	}
+	for _, d := range dumps {
+		out, err := run(30*time.Second, "sh", "-c", d.script)
+		if err != nil {
+			found = append(found, err.Error())
+			continue
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if addr.MatchString(line) || strings.Contains(line, containerID) {
+				found = append(found, d.name+" rule left: "+strings.TrimSpace(line))
+			}
+		}
+	}
+	return found
+}
+
+// requireClean waits for an attachment's DEL (runtimes often send it from
+// a separate cleanup process) and fails the test with whatever is left.
+func (n *node) requireClean(containerID, ip string) {
+	n.t.Helper()
+	ok := eventually(30*time.Second, func() bool {
+		return len(n.leftovers(containerID, ip)) == 0
+	})
+	if !ok {
+		n.t.Errorf("after DEL of %s (%s), the node still holds:\n  %s", containerID, ip,
+			strings.Join(n.leftovers(containerID, ip), "\n  "))
+	}
+}
