@@ -40,6 +40,7 @@ func TestContainerd(t *testing.T) {
 	n.fetch("http://10.90.0.1:8081/")
 	n.fetch("http://" + ip.String() + ":80/")
 
+	n.requireAttached("default-"+id, ip.String())
 	n.must("ctr", "--address", containerdSock, "task", "kill", "-s", "SIGKILL", id)
 	if !run.wait(time.Minute) {
 		t.Fatalf("ctr run still running a minute after its task was killed:\n%s", run.out)

@@ -106,3 +106,30 @@ func (n *node) requireClean(containerID, ip string) {
 			strings.Join(n.leftovers(containerID, ip), "\n  "))
 	}
 }
+
+// requireAttached fails the test unless the node shows the attachment's
+// veth, a state file naming the container (its lease) and a firewall rule
+// naming its address: proof that requireClean looks where things are.
+func (n *node) requireAttached(containerID, ip string) {
+	n.t.Helper()
+	found := n.leftovers(containerID, ip)
+	if missing := missingFootprint(found); len(missing) > 0 {
+		n.t.Errorf("while %s is attached, found no %v among:\n  %s", containerID, missing, strings.Join(found, "\n  "))
+	}
+}
+
+// missingFootprint names the kinds of trace (veth, state file, rule) absent
+// from a leftovers list.
+func missingFootprint(found []string) []string {
+	var missing []string
+	for _, kind := range []string{"veth", "state file", "rule"} {
+		seen := false
+		for _, f := range found {
+			seen = seen || strings.Contains(f, kind+" left")
+		}
+		if !seen {
+			missing = append(missing, kind)
+		}
+	}
+	return missing
+}

@@ -48,6 +48,7 @@ func TestPodman(t *testing.T) {
 	n.fetch("http://10.89.0.1:8080/")
 	n.fetch("http://" + ip.String() + ":80/")
 
+	n.requireAttached(id, ip.String())
 	n.must("podman", "rm", "-f", "-t", "0", name)
 	// podman's DEL often comes from its separate cleanup process: wait.
 	n.requireClean(id, ip.String())
