@@ -69,7 +69,7 @@ func (n *node) startContainerd() {
 }
 
 // taskPid waits until the task runs and returns its PID.
-func (n *node) taskPid(id string, run *proc) int {
+func (n *node) taskPid(id string, run *proc) string {
 	n.t.Helper()
 	var pid int
 	ok := eventually(60*time.Second, func() bool {
@@ -92,5 +92,5 @@ func (n *node) taskPid(id string, run *proc) int {
 	if !ok || pid == 0 {
 		n.t.Fatalf("task %s not running; ctr run says (%v):\n%s", id, run.err, run.out)
 	}
-	return pid
+	return strconv.Itoa(pid)
 }

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,9 +68,9 @@ func (n *node) fetch(url string) {
 
 // containerAddr returns the IPv4 address of eth0 in the network namespace
 // of process pid, as the container sees it.
-func (n *node) containerAddr(pid int) net.IP {
+func (n *node) containerAddr(pid string) net.IP {
 	n.t.Helper()
-	out := n.must("nsenter", "--target", strconv.Itoa(pid), "--net", "ip", "-4", "-o", "addr", "show", "dev", "eth0")
+	out := n.must("nsenter", "--target", pid, "--net", "ip", "-4", "-o", "addr", "show", "dev", "eth0")
 	fields := strings.Fields(out)
 	for i, f := range fields {
 		if f == "inet" && i+1 < len(fields) {
