@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,22 +266,56 @@ func (n *node) teardown() {
 	_ = n.holder.Wait() // it was killed: the error only says so
 }
 
-// processes lists the processes inside the node's network namespace other
-// than the holder. They all descend from commands this test started.
+// processes lists the processes of the node other than the holder: those
+// in its network namespace (runtimes, shims, cleanup processes) and those
+// in the test's cgroups (containers, which have namespaces of their own).
+// They all descend from commands this test started.
 func (n *node) processes() []int {
+	seen := map[int]bool{n.pid: true, os.Getpid(): true}
+	var pids []int
+	add := func(pid int) {
+		if !seen[pid] {
+			seen[pid] = true
+			pids = append(pids, pid)
+		}
+	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		n.t.Logf("listing processes: %v", err)
-		return nil
 	}
-	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == n.pid || pid == os.Getpid() {
+		if err != nil {
 			continue
 		}
 		if ino, err := netnsInode(pid); err == nil && ino == n.netns {
-			pids = append(pids, pid)
+			add(pid)
+		}
+	}
+	for _, pid := range n.cgroupProcs() {
+		add(pid)
+	}
+	return pids
+}
+
+// cgroupProcs lists the processes in the test's cgroups, in any hierarchy.
+func (n *node) cgroupProcs() []int {
+	var pids []int
+	for _, parent := range n.cgroups {
+		matches, _ := filepath.Glob(filepath.Join(n.path("/sys/fs/cgroup"), "*", parent)) // the pattern is valid
+		for _, dir := range matches {
+			_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.Name() != "cgroup.procs" {
+					return nil // a cgroup that vanished holds no process
+				}
+				data, _ := os.ReadFile(p) // likewise
+				for _, f := range strings.Fields(string(data)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						pids = append(pids, pid)
+					}
+				}
+				return nil
+			})
 		}
 	}
 	return pids
