@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,37 +133,6 @@ func holderScript(bin string) (string, error) {
 	b.WriteString("ip link set lo up\necho ready\n")
 	fmt.Fprintf(&b, "exec sleep %d\n", int(holderLifetime.Seconds()))
 	return b.String(), nil
-}
-
-// cgroupScript mounts again, on an empty /sys/fs/cgroup, the hierarchies
-// this process belongs to: the sandbox's fresh sysfs hides them, and runc
-// needs them. Equivalent to: mount -t cgroup -o $controllers cgroup $dir.
-func cgroupScript() (string, error) {
-	data, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", fmt.Errorf("reading cgroups: %w", err)
-	}
-	var mounts []string
-	v1 := false
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 || parts[1] == "" {
-			continue
-		}
-		v1 = true
-		dir, opts := parts[1], parts[1]
-		if name, ok := strings.CutPrefix(parts[1], "name="); ok {
-			dir, opts = name, "none,"+parts[1]
-		}
-		mounts = append(mounts, fmt.Sprintf("mkdir -p /sys/fs/cgroup/%[1]s; mount -t cgroup -o %[2]s cgroup /sys/fs/cgroup/%[1]s", dir, opts))
-	}
-	if v1 {
-		mounts = append([]string{"mount -t tmpfs -o mode=0755 cgroup /sys/fs/cgroup"}, mounts...)
-		mounts = append(mounts, "mkdir -p /sys/fs/cgroup/unified; mount -t cgroup2 cgroup2 /sys/fs/cgroup/unified || true")
-	} else {
-		mounts = []string{"mount -t cgroup2 cgroup2 /sys/fs/cgroup"}
-	}
-	return "if [ -z \"$(ls -A /sys/fs/cgroup)\" ]; then\n" + strings.Join(mounts, "\n") + "\nfi\n", nil
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
@@ -298,70 +266,9 @@ func (n *node) processes() []int {
 	return pids
 }
 
-// cgroupProcs lists the processes in the test's cgroups, in any hierarchy.
-func (n *node) cgroupProcs() []int {
-	var pids []int
-	for _, parent := range n.cgroups {
-		matches, _ := filepath.Glob(filepath.Join(n.path("/sys/fs/cgroup"), "*", parent)) // the pattern is valid
-		for _, dir := range matches {
-			_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-				if err != nil || d.Name() != "cgroup.procs" {
-					return nil // a cgroup that vanished holds no process
-				}
-				data, _ := os.ReadFile(p) // likewise
-				for _, f := range strings.Fields(string(data)) {
-					if pid, err := strconv.Atoi(f); err == nil {
-						pids = append(pids, pid)
-					}
-				}
-				return nil
-			})
-		}
-	}
-	return pids
-}
-
 func comm(pid int) string {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)) // best effort, for a log line
 	return strings.TrimSpace(string(b))
-}
-
-// cgroup names a cgroup parent for the containers of one test; the
-// runtimes create it in every hierarchy, and teardown removes it with its
-// children, so the machine's cgroup tree is left as it was.
-func (n *node) cgroup(name string) string {
-	p := "/cnisuite-e2e-" + name
-	n.cgroups = append(n.cgroups, p)
-	return p
-}
-
-// removeCgroups removes the test's cgroups, children first, from every
-// hierarchy the node mounted. Equivalent to: rmdir /sys/fs/cgroup/*/$path.
-func (n *node) removeCgroups() {
-	root := n.path("/sys/fs/cgroup")
-	hierarchies, err := os.ReadDir(root)
-	if err != nil {
-		n.t.Logf("listing cgroup hierarchies: %v", err)
-		return
-	}
-	for _, h := range hierarchies {
-		for _, parent := range n.cgroups {
-			dir := filepath.Join(root, h.Name(), parent)
-			children, _ := os.ReadDir(dir) // absent when the runtime never used this hierarchy
-			for _, c := range children {
-				if c.IsDir() {
-					n.rmdirCgroup(filepath.Join(dir, c.Name()))
-				}
-			}
-			n.rmdirCgroup(dir)
-		}
-	}
-}
-
-func (n *node) rmdirCgroup(dir string) {
-	if err := os.Remove(dir); err != nil && !os.IsNotExist(err) {
-		n.t.Errorf("removing cgroup %s: %v", strings.TrimPrefix(dir, n.path("")), err)
-	}
 }
 
 // eventually polls cond every 200 ms until it holds or timeout passes.
