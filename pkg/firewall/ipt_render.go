@@ -160,7 +160,7 @@ func iptEntries(o Owner, chain string, rules []string) []iptEntry {
 		spec := "-m addrtype --dst-type LOCAL " + tag
 		return []iptEntry{{parent: "PREROUTING", spec: spec}, {parent: "OUTPUT", spec: spec}}
 	case strings.HasPrefix(chain, iptPrefixHairpin):
-		return []iptEntry{{parent: "POSTROUTING", spec: tag, insert: true}}
+		return []iptEntry{{parent: "POSTROUTING", spec: tag}}
 	}
 	var srcs []string
 	seen := map[string]bool{}

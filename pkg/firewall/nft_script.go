@@ -83,11 +83,22 @@ func nftEnsureScript(desired []nftChain, existing []nftExisting) string {
 }
 
 // nftRemoveScript renders the transaction deleting existing owner chains;
-// empty when there is nothing to delete.
-func nftRemoveScript(existing []nftExisting) string {
+// empty when there is nothing to delete. The fast form deletes map
+// elements directly; the safe form re-adds each first, so that an element
+// deleted behind our back does not fail the transaction (at the price of a
+// full validation of the table by the kernel).
+func nftRemoveScript(existing []nftExisting, safe bool) string {
 	var b strings.Builder
 	for _, e := range existing {
-		writeLines(&b, nftDeleteChain(e))
+		if safe {
+			writeLines(&b, nftDeleteChain(e))
+			continue
+		}
+		for _, el := range e.elems() {
+			fmt.Fprintf(&b, "delete element %s %s { %s }\n", e.table, el.set, el.key)
+		}
+		ts := e.table.String()
+		writeLines(&b, []string{"flush chain " + ts + " " + e.name, "delete chain " + ts + " " + e.name})
 	}
 	return b.String()
 }

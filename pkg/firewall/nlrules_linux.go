@@ -1,6 +1,7 @@
 package firewall
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -70,7 +71,67 @@ func decodeNLRule(b []byte) (nlRule, error) {
 			r.handle = ad.Uint64()
 		case unix.NFTA_RULE_USERDATA:
 			r.comment, _ = userdata.GetString(ad.Bytes(), userdata.TypeComment)
+		case unix.NFTA_RULE_EXPRESSIONS:
+			if r.comment == "" {
+				r.comment = xtComment(ad.Bytes())
+			}
 		}
 	}
 	return r, ad.Err()
+}
+
+// xtComment returns the text of an iptables-nft "-m comment" match found in
+// a rule's expressions (an xt match named comment whose info is the
+// NUL-terminated text), or "".
+func xtComment(exprs []byte) string {
+	list, err := netlink.NewAttributeDecoder(exprs)
+	if err != nil {
+		return ""
+	}
+	for list.Next() {
+		ex, err := netlink.NewAttributeDecoder(list.Bytes())
+		if err != nil {
+			return ""
+		}
+		var name string
+		var data []byte
+		for ex.Next() {
+			switch ex.Type() {
+			case unix.NFTA_EXPR_NAME:
+				name = ex.String()
+			case unix.NFTA_EXPR_DATA:
+				data = ex.Bytes()
+			}
+		}
+		if name == "match" {
+			if c := xtMatchComment(data); c != "" {
+				return c
+			}
+		}
+	}
+	return ""
+}
+
+func xtMatchComment(data []byte) string {
+	ad, err := netlink.NewAttributeDecoder(data)
+	if err != nil {
+		return ""
+	}
+	var name string
+	var info []byte
+	for ad.Next() {
+		switch ad.Type() {
+		case unix.NFTA_MATCH_NAME:
+			name = ad.String()
+		case unix.NFTA_MATCH_INFO:
+			info = ad.Bytes()
+		}
+	}
+	if name != "comment" {
+		return ""
+	}
+	if i := bytes.IndexByte(info, 0); i >= 0 {
+		info = info[:i]
+	}
+	return string(info)
 }

@@ -140,7 +140,8 @@ func TestNFTEnsureScript(t *testing.T) {
 		})
 	}
 	t.Run("remove", func(t *testing.T) {
-		golden(t, "nft_remove", nftRemoveScript(existing))
+		golden(t, "nft_remove", nftRemoveScript(existing, false))
+		golden(t, "nft_remove_safe", nftRemoveScript(existing, true))
 	})
 }
 
