@@ -37,7 +37,7 @@
 //
 // Table nat, chains CNIS-MQ- (from POSTROUTING, per container address),
 // CNIS-DN- (from PREROUTING and OUTPUT behind "-m addrtype --dst-type
-// LOCAL") and CNIS-HM- (inserted first in POSTROUTING; masquerades packets
+// LOCAL") and CNIS-HM- (appended to POSTROUTING; masquerades packets
 // carrying the mark bit that CNIS-DN- sets, or nothing with an external
 // mark chain). Every call applies one `iptables-restore --noflush --wait`
 // payload per family; it reads only the owner's own chains
