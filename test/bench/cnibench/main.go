@@ -39,7 +39,9 @@ func parseFlags() (*options, error) {
 		}
 		o.sizes = append(o.sizes, n)
 	}
-	o.backends = strings.Split(backends, ",")
+	if backends != "" {
+		o.backends = strings.Split(backends, ",")
+	}
 	return o, nil
 }
 
