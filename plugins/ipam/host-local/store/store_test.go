@@ -94,14 +94,20 @@ func TestReferenceFormatWritten(t *testing.T) {
 	if got := listDir(t, dir); got != want {
 		t.Errorf("lease dir = %s\nwant       %s", got, want)
 	}
-	for _, name := range []string{"10.0.0.2", "2001:db8::2", "last_reserved_ip.0", "lock"} {
-		fi, err := os.Stat(filepath.Join(dir, name))
+	idx := filepath.Join(dataDir, indexRootName, "net")
+	for _, name := range []string{filepath.Join(dir, "10.0.0.2"), filepath.Join(dir, "2001:db8::2"),
+		filepath.Join(dir, "last_reserved_ip.0"), filepath.Join(dir, "lock"),
+		filepath.Join(idx, stampName), filepath.Join(idx, indexKey(a("c1", "eth0")))} {
+		fi, err := os.Stat(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if fi.Mode().Perm() != 0o600 {
 			t.Errorf("mode of %s = %v, want 0600", name, fi.Mode().Perm())
 		}
+	}
+	if fi, err := os.Stat(idx); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("index directory: %v, %v; want mode 0700", fi, err)
 	}
 }
 
