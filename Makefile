@@ -37,10 +37,11 @@ deps:
 	scripts/install-deps.sh
 	if [ -x scripts/install-e2e-deps.sh ]; then scripts/install-e2e-deps.sh; fi
 
-## test: lint, then every test; privileged tests run inside scripts/sandbox.sh and must not skip
+## test: lint, then every test; privileged tests run inside scripts/sandbox.sh and must not skip.
+## Packages run one at a time (-p 1): they share the sandbox's namespace as their "node".
 test: deps lint build
 	CNISUITE_BIN=$(BIN) CNISUITE_REQUIRE_PRIVILEGED=1 GOPROXY=off \
-		scripts/sandbox.sh $(GO) test -count=1 ./...
+		scripts/sandbox.sh $(GO) test -p 1 -count=1 ./...
 
 ## unit: the tests that need no root (privileged ones skip and say why)
 unit:

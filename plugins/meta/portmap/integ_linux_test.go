@@ -287,7 +287,7 @@ func TestParallel(t *testing.T) {
 	}
 }
 
-// waitDAD waits (at most 5 s) until the containers' IPv6 addresses have
+// waitDAD waits (at most 10 s) until the containers' IPv6 addresses have
 // left duplicate address detection, which the kernel runs after ADD.
 func waitDAD(t *testing.T, nss ...*ns.NetNS) {
 	t.Helper()
@@ -304,8 +304,8 @@ func waitDAD(t *testing.T, nss ...*ns.NetNS) {
 			if !tentative {
 				break
 			}
-			if try == 50 {
-				t.Fatalf("IPv6 address still tentative after 5 s")
+			if try == 100 {
+				t.Fatalf("IPv6 address still tentative after 10 s")
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
