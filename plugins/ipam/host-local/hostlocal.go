@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -170,22 +169,15 @@ func inSubnets(sets []allocator.RangeSet, ip net.IP) bool {
 }
 
 // cmdGC releases every lease of the network whose attachment is not listed
-// as valid. Both spellings of the key are read; an empty list (or null, as
-// libcni sends for no attachment) is meaningful and releases everything; a
-// missing key is refused.
+// as valid. Both spellings of the key are read. An empty or null list, or
+// no key at all, names no valid attachment and releases everything: libcni
+// leaves the key out when its caller passes no attachments (cnitool gc),
+// meaning every attachment it does not know of is stale; the bridge,
+// tuning and portmap plugins read it the same way.
 func cmdGC(ctx context.Context, a *skel.CmdArgs) error {
 	n, err := parseConf(a.StdinData)
 	if err != nil {
 		return err
-	}
-	var keys map[string]json.RawMessage
-	if err := types.Decode(a.StdinData, &keys); err != nil {
-		return err
-	}
-	_, valid := keys["cni.dev/valid-attachments"]
-	_, legacy := keys["cni.dev/attachments"]
-	if !valid && !legacy {
-		return types.Errorf(types.ErrInvalidConfig, "GC needs cni.dev/valid-attachments (an empty list releases every lease)")
 	}
 	st, ok, err := openExisting(n)
 	if err != nil || !ok {
