@@ -21,7 +21,9 @@ type meteredExec struct {
 	invoke.RawExec
 	version.PluginDecoder
 	mu     sync.Mutex
-	peakKB map[string]map[string]int64 // plugin → verb → KiB
+	peakKB map[string]map[string]int64           // plugin → verb → KiB
+	times  map[string]map[string][]time.Duration // "backend/plugin" → verb → wall time
+	label  string                                // the backend being measured
 }
 
 func (m *meteredExec) ExecPlugin(ctx context.Context, path string, stdin []byte, env []string) ([]byte, error) {
@@ -30,7 +32,9 @@ func (m *meteredExec) ExecPlugin(ctx context.Context, path string, stdin []byte,
 	cmd.Stdin = bytes.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
 	err := cmd.Run()
+	m.timed(filepath.Base(path), commandOf(env), time.Since(start))
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		m.record(filepath.Base(path), commandOf(env), ru.Maxrss)
 	}
@@ -49,6 +53,16 @@ func (m *meteredExec) record(plugin, verb string, kb int64) {
 	if kb > m.peakKB[plugin][verb] {
 		m.peakKB[plugin][verb] = kb
 	}
+}
+
+func (m *meteredExec) timed(plugin, verb string, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := m.label + "/" + plugin
+	if m.times[key] == nil {
+		m.times[key] = map[string][]time.Duration{}
+	}
+	m.times[key][verb] = append(m.times[key][verb], d)
 }
 
 func commandOf(env []string) string {

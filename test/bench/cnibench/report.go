@@ -38,6 +38,15 @@ func (rep *report) markdown() string {
 		s := rep.HostLocal[k]
 		fmt.Fprintf(&b, "| host-local ADD+DEL, %s existing leases | median %.2f ms, p95 %.2f ms |\n", k, s.Median, s.P95)
 	}
+	pp := make([]string, 0, len(rep.PerPlugin))
+	for k := range rep.PerPlugin {
+		pp = append(pp, k)
+	}
+	sort.Strings(pp)
+	for _, k := range pp {
+		v := rep.PerPlugin[k]
+		fmt.Fprintf(&b, "| %s alone (libcni), median ms | ADD %.1f, CHECK %.1f, DEL %.1f |\n", k, v["ADD"], v["CHECK"], v["DEL"])
+	}
 	for plugin, byVerb := range rep.PeakKB {
 		fmt.Fprintf(&b, "| peak RSS of %s | %s |\n", plugin, peakCell(byVerb))
 	}

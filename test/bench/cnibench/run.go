@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 var verbs = []string{"add", "check", "del"}
@@ -19,12 +20,13 @@ type scenario struct {
 }
 
 type report struct {
-	Scenarios      []*scenario                 `json:"scenarios"`
-	ParallelErrors map[string]int              `json:"parallel_errors"`
-	Parallel       int                         `json:"parallel"`
-	HostLocal      map[string]Stats            `json:"host_local_add_del"`
-	PeakKB         map[string]map[string]int64 `json:"peak_rss_kb"`
-	Command        string                      `json:"command"`
+	Scenarios      []*scenario                   `json:"scenarios"`
+	ParallelErrors map[string]int                `json:"parallel_errors"`
+	Parallel       int                           `json:"parallel"`
+	HostLocal      map[string]Stats              `json:"host_local_add_del"`
+	PeakKB         map[string]map[string]int64   `json:"peak_rss_kb"`
+	PerPlugin      map[string]map[string]float64 `json:"per_plugin_median_ms"`
+	Command        string                        `json:"command"`
 }
 
 func runAll(o *options) (*report, error) {
@@ -98,11 +100,12 @@ func ratios(s, floor *scenario) map[string]float64 {
 // inProcess measures each backend through libcni in this process, and
 // the plugins' peak memory.
 func (rep *report) inProcess(o *options, netnses []string) error {
-	m := &meteredExec{peakKB: map[string]map[string]int64{}}
+	m := &meteredExec{peakKB: map[string]map[string]int64{}, times: map[string]map[string][]time.Duration{}}
 	var errs []error
 	for _, backend := range o.backends {
 		fmt.Fprintf(os.Stderr, "cnibench: %s chain, %d containers through libcni in-process...\n", backend, len(netnses))
 		conf := chainConf(backend, "/var/lib/cni/bench-inproc-"+backend)
+		m.label = backend
 		samples, err := inProcess(o.bin, conf, netnses, m)
 		s := &scenario{Chain: backend, Client: "libcni", N: len(netnses), Verbs: map[string]Stats{}}
 		for _, v := range verbs {
@@ -112,6 +115,13 @@ func (rep *report) inProcess(o *options, netnses []string) error {
 		errs = append(errs, err)
 	}
 	rep.PeakKB = m.peakKB
+	rep.PerPlugin = map[string]map[string]float64{}
+	for key, byVerb := range m.times {
+		rep.PerPlugin[key] = map[string]float64{}
+		for verb, ds := range byVerb {
+			rep.PerPlugin[key][verb] = summarise(ds).Median
+		}
+	}
 	return errors.Join(errs...)
 }
 
