@@ -60,12 +60,24 @@ ip1=$(ip -n c1 -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1)
 ip2=$(ip -n c2 -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1)
 say "c1 has $ip1, c2 has $ip2, bridge $(ip -4 -o addr show cni-demo | awk '{print $4}')"
 
+say "the firewall rules our plugins wrote, each tagged with its owner (plugin/network/container/interface):"
+{ iptables-save -t nat 2>/dev/null; nft list ruleset 2>/dev/null | grep -E '^table|cnisuite'; } \
+	| grep -E 'cnisuite|^table' | grep -v '^# ' | sed 's/^/      /'
+
 bold "5. Traffic: c1 pings c2 across the bridge"
 ip netns exec c1 ping -c 3 -i 0.2 -W 2 "$ip2" | sed 's/^/   /'
 
 bold "6. Traffic: a web page served in c2, fetched through host port 8080"
-ip netns exec c2 socat TCP-LISTEN:80,fork,reuseaddr \
-	SYSTEM:'printf "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nhello from container c2\n"' &
+cat > /run/demo-page.sh <<'PAGE'
+#!/bin/sh
+# Read the request up to its blank line, then answer.
+while IFS= read -r line; do
+	case "$line" in "" | "$(printf '\r')") break ;; esac
+done
+printf 'HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nhello from container c2\n'
+PAGE
+chmod +x /run/demo-page.sh
+ip netns exec c2 socat TCP-LISTEN:80,fork,reuseaddr EXEC:/run/demo-page.sh &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
 for _ in $(seq 50); do ip netns exec c2 ss -ltn | grep -q ':80 ' && break; sleep 0.1; done
@@ -92,8 +104,8 @@ bold "9. Nothing is left behind"
 say "container veths on the node: $(ip -o link show type veth | grep -v node0 | wc -l)"
 say "c2's interfaces: $(ip -n c2 -o link show | awk -F': ' '{print $2}' | tr '\n' ' ')"
 say "leases: $(ls /var/lib/cni/networks/demo 2>/dev/null | grep -Ev '^(lock|last_reserved_ip\..*)$' | wc -l)"
-say "nftables rules mentioning our containers: $(nft list ruleset 2>/dev/null | grep -c cnitool- || true)"
-say "iptables rules mentioning our containers: $( (iptables-save; ip6tables-save) 2>/dev/null | grep -c cnitool- || true)"
+say "iptables rules or chains of ours: $( (iptables-save; ip6tables-save) 2>/dev/null | grep -c 'CNIS-' || true)"
+say "nftables rules of ours: $(nft list ruleset 2>/dev/null | grep -c 'CNIS-\|cnisuite-' || true)"
 ip netns del c1
 ip netns del c2
 bold "Done: two containers attached, traffic flowed, everything removed."
