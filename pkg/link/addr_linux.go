@@ -23,7 +23,7 @@ var ErrAddressConflict = errors.New("interface already has a different address")
 // Equivalent to: ip addr add $addr dev $l [after ip addr del $old dev $l]
 func EnsureAddrs(h *netlink.Handle, l netlink.Link, addrs []*net.IPNet, force bool) error {
 	name := l.Attrs().Name
-	have, err := h.AddrList(l, netlink.FAMILY_ALL)
+	have, err := AddrList(h, l, netlink.FAMILY_ALL)
 	if err != nil {
 		return fmt.Errorf("listing addresses of %q: %w", name, err)
 	}

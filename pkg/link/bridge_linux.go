@@ -43,10 +43,12 @@ func EnsureBridge(h *netlink.Handle, o BridgeOptions) (*netlink.Bridge, error) {
 	if err != nil {
 		return nil, err
 	}
+	changed := false
 	if o.Promisc && br.Promisc == 0 {
 		if err := h.SetPromiscOn(br); err != nil {
 			return nil, fmt.Errorf("bridge %q: setting promisc on: %w", o.Name, err)
 		}
+		changed = true
 	}
 	if err := DisableRA(o.Name); err != nil {
 		return nil, err
@@ -55,6 +57,10 @@ func EnsureBridge(h *netlink.Handle, o BridgeOptions) (*netlink.Bridge, error) {
 		if err := h.LinkSetUp(br); err != nil {
 			return nil, fmt.Errorf("bridge %q: setting up: %w", o.Name, err)
 		}
+		changed = true
+	}
+	if !changed {
+		return br, nil // the common case: an existing bridge, as it was read
 	}
 	return lookupBridge(h, o.Name)
 }

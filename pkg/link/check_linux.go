@@ -54,7 +54,7 @@ func joinMissing(err error) error {
 
 func verifyAddr(l netlink.Link, ip *types.IPConfig) error {
 	name := l.Attrs().Name
-	addrs, err := netlink.AddrList(l, Family(ip.Address.IP))
+	addrs, err := AddrList(nil, l, Family(ip.Address.IP))
 	if err != nil {
 		return fmt.Errorf("listing addresses of %q: %w", name, err)
 	}
@@ -66,7 +66,7 @@ func verifyAddr(l netlink.Link, ip *types.IPConfig) error {
 		return fmt.Errorf("address %v on %q: %w", &ip.Address, name, ErrMissing)
 	}
 	subnet := &net.IPNet{IP: ip.Address.IP.Mask(ip.Address.Mask), Mask: ip.Address.Mask}
-	routes, err := netlink.RouteListFiltered(Family(ip.Address.IP),
+	routes, err := RouteListFiltered(nil, Family(ip.Address.IP),
 		&netlink.Route{LinkIndex: l.Attrs().Index, Dst: subnet}, netlink.RT_FILTER_OIF|netlink.RT_FILTER_DST)
 	if err != nil {
 		return fmt.Errorf("listing routes of %q: %w", name, err)
@@ -89,7 +89,7 @@ func verifyRoute(l netlink.Link, want *netlink.Route) error {
 	if ones, _ := want.Dst.Mask.Size(); ones == 0 {
 		filter.Dst = nil // the kernel reports default routes without a destination
 	}
-	routes, err := netlink.RouteListFiltered(Family(want.Dst.IP), filter, mask)
+	routes, err := RouteListFiltered(nil, Family(want.Dst.IP), filter, mask)
 	if err != nil {
 		return fmt.Errorf("listing routes of %q: %w", l.Attrs().Name, err)
 	}

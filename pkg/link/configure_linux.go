@@ -194,7 +194,7 @@ func waitDAD(ctx context.Context, l netlink.Link, timeout time.Duration) error {
 }
 
 func dadPending(l netlink.Link) (bool, error) {
-	addrs, err := netlink.AddrList(l, netlink.FAMILY_V6)
+	addrs, err := AddrList(nil, l, netlink.FAMILY_V6)
 	if err != nil {
 		return false, fmt.Errorf("listing addresses of %q: %w", l.Attrs().Name, err)
 	}

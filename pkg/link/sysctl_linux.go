@@ -21,13 +21,12 @@ func setIfPresent(name, value string) (bool, error) {
 }
 
 // DisableRA makes the interface ignore IPv6 router advertisements
-// (CVE-2020-10749). It must run in the interface's namespace; without IPv6 it
-// does nothing.
+// (CVE-2020-10749), writing the sysctl only when it differs. It must run in
+// the interface's namespace; without IPv6 it does nothing.
 //
 // Equivalent to: sysctl -w net.ipv6.conf.$name.accept_ra=0
 func DisableRA(name string) error {
-	_, err := setIfPresent("net/ipv6/conf/"+name+"/accept_ra", "0")
-	return err
+	return setUnlessEqual("net/ipv6/conf/"+name+"/accept_ra", "0")
 }
 
 // EnableForwarding turns on IP forwarding for the families asked for, in the

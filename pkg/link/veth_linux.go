@@ -41,9 +41,6 @@ const maxNameTries = 10
 // Equivalent to: ip link add $host [mtu $mtu] type veth peer name $ifname
 // netns $container [address $mac] [mtu $mtu]
 func CreateVeth(host, cont *netlink.Handle, o VethOptions) (Pair, error) {
-	if _, err := cont.LinkByName(o.ContainerName); err == nil {
-		return Pair{}, fmt.Errorf("interface %q in the container: %w", o.ContainerName, ErrContainerIfaceExists)
-	}
 	name := o.HostName
 	for try := 0; try < maxNameTries; try++ {
 		if name == "" {

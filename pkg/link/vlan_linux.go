@@ -42,8 +42,8 @@ func ApplyPortVlans(h *netlink.Handle, l netlink.Link, plan VlanPlan) error {
 // Equivalent to: bridge vlan show dev $l
 func PortVlans(h *netlink.Handle, l netlink.Link) ([]VlanEntry, error) {
 	h = orDefault(h)
-	all, err := h.BridgeVlanList()
-	if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
+	all, err := BridgeVlanList(h)
+	if err != nil {
 		return nil, fmt.Errorf("listing bridge VLANs: %w", err)
 	}
 	var out []VlanEntry

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,57 +37,91 @@ func (s PortState) String() string {
 // ErrPortNotForwarding is returned when a bridge port does not forward in time.
 var ErrPortNotForwarding = errors.New("bridge port not forwarding")
 
-// GetPortState returns the state of the bridge port with index ifindex in the
-// calling thread's namespace.
+// ReadPort reads the link called name in the calling thread's namespace
+// with one request, and its spanning-tree state when it is a bridge port
+// (isPort false otherwise).
 //
-// Equivalent to: bridge link show dev $port
-func GetPortState(ifindex int) (PortState, error) {
-	req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_DUMP)
-	req.AddData(nl.NewIfInfomsg(unix.AF_BRIDGE))
-	msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWLINK)
-	if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
-		return 0, fmt.Errorf("dumping bridge ports: %w", err)
+// Equivalent to: ip -d link show dev $name
+func ReadPort(name string) (l netlink.Link, state PortState, isPort bool, err error) {
+	req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_ACK)
+	req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
+	req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(name)))
+	msgs, err := req.Execute(unix.NETLINK_ROUTE, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENODEV) {
+			return nil, 0, false, fmt.Errorf("link %q: %w", name, netlink.LinkNotFoundError{})
+		}
+		return nil, 0, false, fmt.Errorf("reading link %q: %w", name, err)
 	}
-	for _, m := range msgs {
-		info := nl.DeserializeIfInfomsg(m)
-		if int(info.Index) != ifindex {
-			continue
-		}
-		attrs, err := nl.ParseRouteAttr(m[info.Len():])
-		if err != nil {
-			return 0, fmt.Errorf("parsing bridge port %d: %w", ifindex, err)
-		}
-		if s, ok := portStateAttr(attrs); ok {
-			return s, nil
-		}
+	if len(msgs) != 1 {
+		return nil, 0, false, fmt.Errorf("reading link %q: %d answers", name, len(msgs))
 	}
-	return PortDisabled, fmt.Errorf("interface %d is not a bridge port: %w", ifindex, unix.ENODEV)
+	if l, err = netlink.LinkDeserialize(nil, msgs[0]); err != nil {
+		return nil, 0, false, fmt.Errorf("parsing link %q: %w", name, err)
+	}
+	info := nl.DeserializeIfInfomsg(msgs[0])
+	attrs, err := nl.ParseRouteAttr(msgs[0][info.Len():])
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("parsing link %q: %w", name, err)
+	}
+	state, isPort = portStateAttr(attrs)
+	return l, state, isPort, nil
 }
 
 func portStateAttr(attrs []syscall.NetlinkRouteAttr) (PortState, bool) {
 	for _, a := range attrs {
-		if a.Attr.Type != unix.IFLA_PROTINFO|unix.NLA_F_NESTED {
+		if a.Attr.Type&^unix.NLA_F_NESTED != unix.IFLA_LINKINFO {
 			continue
 		}
 		infos, err := nl.ParseRouteAttr(a.Value)
 		if err != nil {
 			return 0, false
 		}
+		kind, data := "", []byte(nil)
 		for _, i := range infos {
-			if i.Attr.Type == nl.IFLA_BRPORT_STATE && len(i.Value) > 0 {
-				return PortState(i.Value[0]), true
+			switch i.Attr.Type &^ unix.NLA_F_NESTED {
+			case nl.IFLA_INFO_SLAVE_KIND:
+				kind = strings.TrimRight(string(i.Value), "\x00")
+			case nl.IFLA_INFO_SLAVE_DATA:
+				data = i.Value
 			}
+		}
+		if kind == "bridge" {
+			return brportState(data)
+		}
+	}
+	return 0, false
+}
+
+func brportState(data []byte) (PortState, bool) {
+	attrs, err := nl.ParseRouteAttr(data)
+	if err != nil {
+		return 0, false
+	}
+	for _, a := range attrs {
+		if a.Attr.Type == nl.IFLA_BRPORT_STATE && len(a.Value) > 0 {
+			return PortState(a.Value[0]), true
 		}
 	}
 	return 0, false
 }
 
 // WaitForwarding waits until the bridge port called name, in the calling
-// thread's namespace, is operationally up and forwarding, or until timeout.
-// It wakes on link notifications, not on a timer. When the time is up and the
-// port is up but still listening or learning (the bridge runs STP), it
-// returns nil: forwarding then follows after the bridge's forward delay.
-func WaitForwarding(ctx context.Context, h *netlink.Handle, name string, timeout time.Duration) error {
+// thread's namespace, is operationally up and forwarding, or until timeout,
+// and returns the port's link as last read. A port that forwards already
+// costs one request; otherwise the wait wakes on link notifications, not on
+// a timer. When the time is up and the port is up but still listening or
+// learning (the bridge runs STP), it returns the link and no error:
+// forwarding then follows after the bridge's forward delay.
+func WaitForwarding(ctx context.Context, name string, timeout time.Duration) (netlink.Link, error) {
+	l, up, state, err := portStatus(name)
+	if err != nil || (up && state == PortForwarding) {
+		return l, err
+	}
+	return waitForwarding(ctx, name, timeout)
+}
+
+func waitForwarding(ctx context.Context, name string, timeout time.Duration) (netlink.Link, error) {
 	updates := make(chan netlink.LinkUpdate, 64)
 	done := make(chan struct{})
 	defer func() {
@@ -97,19 +132,16 @@ func WaitForwarding(ctx context.Context, h *netlink.Handle, name string, timeout
 		}()
 	}()
 	if err := netlink.LinkSubscribeWithOptions(updates, done, netlink.LinkSubscribeOptions{}); err != nil {
-		return fmt.Errorf("subscribing to link updates: %w", err)
+		return nil, fmt.Errorf("subscribing to link updates: %w", err)
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	wake := (<-chan netlink.LinkUpdate)(updates)
 	var fallback <-chan time.Time // only when the subscription broke
 	for {
-		up, state, err := portStatus(h, name)
-		if err != nil {
-			return err
-		}
-		if up && state == PortForwarding {
-			return nil
+		l, up, state, err := portStatus(name)
+		if err != nil || (up && state == PortForwarding) {
+			return l, err
 		}
 		select {
 		case _, ok := <-wake:
@@ -121,25 +153,23 @@ func WaitForwarding(ctx context.Context, h *netlink.Handle, name string, timeout
 			}
 		case <-fallback:
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for bridge port %q: %w", name, ctx.Err())
+			return nil, fmt.Errorf("waiting for bridge port %q: %w", name, ctx.Err())
 		case <-timer.C:
 			if up && (state == PortListening || state == PortLearning) {
-				return nil
+				return l, nil
 			}
-			return fmt.Errorf("%w: %q is %s after %v (oper up: %v)", ErrPortNotForwarding, name, state, timeout, up)
+			return nil, fmt.Errorf("%w: %q is %s after %v (oper up: %v)", ErrPortNotForwarding, name, state, timeout, up)
 		}
 	}
 }
 
-func portStatus(h *netlink.Handle, name string) (bool, PortState, error) {
-	l, err := h.LinkByName(name)
+func portStatus(name string) (netlink.Link, bool, PortState, error) {
+	l, state, isPort, err := ReadPort(name)
 	if err != nil {
-		return false, 0, fmt.Errorf("reading bridge port %q: %w", name, err)
+		return nil, false, 0, fmt.Errorf("reading bridge port %q: %w", name, err)
 	}
-	up := l.Attrs().OperState == netlink.OperUp
-	state, err := GetPortState(l.Attrs().Index)
-	if err != nil {
-		return false, 0, err
+	if !isPort {
+		return nil, false, 0, fmt.Errorf("%q is not a bridge port: %w", name, unix.ENODEV)
 	}
-	return up, state, nil
+	return l, l.Attrs().OperState == netlink.OperUp, state, nil
 }

@@ -39,23 +39,58 @@ func (p *plugin) cmdAdd(ctx context.Context, a *skel.CmdArgs) (*types.Result, er
 	return res, nil
 }
 
+// add runs the steps of ADD. Steps that need nothing from each other run at
+// the same time: IPAM (a process of its own) while the bridge and the veth
+// are made, and the firewall transaction while the container is configured,
+// the gateway set and the port awaited. With two failures, the error of the
+// step the sequential order puts first is returned.
 func (at *attach) add(ctx context.Context) (*types.Result, error) {
 	at.res = &types.Result{CNIVersion: at.conf.CNIVersion}
+	ipam := func() error { return nil }
 	if at.conf.hasIPAM() {
-		if err := at.runIPAM(ctx); err != nil {
-			return nil, err
-		}
+		ipam = func() error { return at.timed("ipam", at.runIPAM)(ctx) }
 	}
-	steps := []func(context.Context) error{
-		at.ensureBridge, at.setupVeth, at.configureContainer,
-		at.enableGateway, at.firewall, at.waitPort, at.finishResult,
+	links := func() error {
+		return at.sequence(ctx, at.timed("ensureBridge", at.ensureBridge), at.timed("setupVeth", at.setupVeth))
 	}
+	if err := firstError(concurrently(ipam, links)); err != nil {
+		return nil, err
+	}
+	rules, err := at.desiredRules()
+	if err != nil {
+		return nil, err
+	}
+	container := func() error {
+		return at.sequence(ctx, at.timed("configureContainer", at.configureContainer),
+			at.timed("enableGateway", at.enableGateway), at.timed("waitPort", at.waitPort))
+	}
+	firewall := func() error {
+		defer at.tm.step("firewall")()
+		return at.installRules(ctx, rules)
+	}
+	if err := firstError(concurrently(container, firewall)); err != nil {
+		return nil, err
+	}
+	return at.res, at.timed("finishResult", at.finishResult)(ctx)
+}
+
+// sequence runs steps in order and stops at the first error.
+func (at *attach) sequence(ctx context.Context, steps ...func(context.Context) error) error {
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return at.res, nil
+	return nil
+}
+
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runIPAM delegates to the IPAM plugin, registers its release, and fills

@@ -108,8 +108,17 @@ func (at *attach) enableGateway(context.Context) error {
 // in one transaction per family.
 func (at *attach) firewall(ctx context.Context) error {
 	r, err := at.desiredRules()
-	if err != nil || (r.Masq == nil && r.SpoofCheck == nil) {
+	if err != nil {
 		return err
+	}
+	return at.installRules(ctx, r)
+}
+
+// installRules installs the rules r, computed beforehand so that it reads
+// nothing that steps running at the same time change.
+func (at *attach) installRules(ctx context.Context, r fwRules) error {
+	if r.Masq == nil && r.SpoofCheck == nil {
+		return nil
 	}
 	fw, err := at.rules(ctx)
 	if err != nil {
@@ -166,22 +175,29 @@ func (at *attach) waitPort(ctx context.Context) error {
 		return nil
 	}
 	name := at.res.Interfaces[ifHost].Name
-	if err := link.WaitForwarding(ctx, at.host, name, at.p.portTimeout); err != nil {
+	l, err := link.WaitForwarding(ctx, name, at.p.portTimeout)
+	if err != nil {
 		return types.Errorf(types.ErrTryAgain, "bridge port %q: %w", name, err)
 	}
+	at.hostLink = l
 	return nil
 }
 
-// finishResult re-reads the MACs that enslaving may have changed and
-// applies the configured DNS.
+// finishResult fills in the MACs of the host side and applies the
+// configured DNS. The bridge MAC is pinned (ensureBridge), so enslaving the
+// port did not change it; the host veth was read when its port was awaited,
+// after every change made to it.
 func (at *attach) finishResult(context.Context) error {
-	for _, i := range []int{ifBridge, ifHost} {
-		l, err := at.host.LinkByName(at.res.Interfaces[i].Name)
+	at.res.Interfaces[ifBridge].Mac = at.br.HardwareAddr.String()
+	if at.hostLink == nil {
+		name := at.res.Interfaces[ifHost].Name
+		l, err := at.host.LinkByName(name)
 		if err != nil {
-			return fmt.Errorf("reading %q: %w", at.res.Interfaces[i].Name, err)
+			return fmt.Errorf("reading %q: %w", name, err)
 		}
-		at.res.Interfaces[i].Mac = l.Attrs().HardwareAddr.String()
+		at.hostLink = l
 	}
+	at.res.Interfaces[ifHost].Mac = at.hostLink.Attrs().HardwareAddr.String()
 	for _, i := range at.res.Interfaces[ifContainer+1:] {
 		if l, err := at.host.LinkByName(i.Name); err == nil {
 			i.Mac = l.Attrs().HardwareAddr.String()

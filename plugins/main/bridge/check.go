@@ -28,23 +28,27 @@ func (p *plugin) cmdCheck(ctx context.Context, a *skel.CmdArgs) error {
 	if prev == nil {
 		return types.Errorf(types.ErrInvalidConfig, "prevResult: required for CHECK and missing")
 	}
-	if conf.hasIPAM() {
+	// IPAM CHECK (a process of its own) runs while the links and rules are
+	// checked; its error comes first, as if it had run first.
+	ipam := func() error {
+		if !conf.hasIPAM() {
+			return nil
+		}
 		if err := invoke.DelegateCheck(ctx, a, conf.IPAM.Type, a.StdinData); err != nil {
 			return fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err)
 		}
+		return nil
 	}
-	at, err := p.open(conf, a, true)
-	if err != nil {
-		return err
-	}
-	defer at.close()
-	at.res = prev
-	for _, step := range []func(context.Context) error{at.checkBridge, at.checkVeth, at.checkContainer, at.checkRules} {
-		if err := step(ctx); err != nil {
+	local := func() error {
+		at, err := p.open(conf, a, true)
+		if err != nil {
 			return err
 		}
+		defer at.close()
+		at.res = prev
+		return at.sequence(ctx, at.checkBridge, at.checkVeth, at.checkContainer, at.checkRules)
 	}
-	return nil
+	return firstError(concurrently(ipam, local))
 }
 
 func missing(format string, a ...any) error {
@@ -100,9 +104,13 @@ func (at *attach) checkVeth(context.Context) error {
 	if want.Mac != "" && !sameMAC(want.Mac, l.Attrs().HardwareAddr) {
 		return fmt.Errorf("container interface %q: MAC %s, prevResult says %s", a.IfName, l.Attrs().HardwareAddr, want.Mac)
 	}
-	var peer int
-	if err := at.netns.Do(func() error { peer, err = netlink.VethPeerIndex(veth); return err }); err != nil {
-		return fmt.Errorf("container interface %q: reading its peer: %w", a.IfName, err)
+	// The kernel reports a veth's peer as its link (IFLA_LINK); ethtool
+	// inside the namespace is the fallback.
+	peer := veth.ParentIndex
+	if peer == 0 {
+		if err := at.netns.Do(func() error { peer, err = netlink.VethPeerIndex(veth); return err }); err != nil {
+			return fmt.Errorf("container interface %q: reading its peer: %w", a.IfName, err)
+		}
 	}
 	for _, i := range at.res.Interfaces {
 		if i.Sandbox != "" {

@@ -28,14 +28,24 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 		return err
 	}
 	defer at.close()
-	errs := []error{at.removeVeth()}
-	if conf.hasIPAM() {
-		if err := invoke.DelegateDel(ctx, a, conf.IPAM.Type, a.StdinData); err != nil {
-			errs = append(errs, fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err))
+	// The three removals are independent, and run at the same time: deleting
+	// a veth returns only after the kernel's RCU barrier (10-25 ms here,
+	// whatever else happens), time in which the lease and the rules go.
+	ipam := func() error {
+		if !conf.hasIPAM() {
+			return nil
 		}
+		defer at.tm.step("ipam")()
+		if err := invoke.DelegateDel(ctx, a, conf.IPAM.Type, a.StdinData); err != nil {
+			return fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err)
+		}
+		return nil
 	}
-	errs = append(errs, at.removeRules(ctx))
-	return errors.Join(errs...)
+	rules := func() error {
+		defer at.tm.step("removeRules")()
+		return at.removeRules(ctx)
+	}
+	return errors.Join(concurrently(at.removeVeth, ipam, rules)...)
 }
 
 // loadDelConf reads the configuration for DEL: CNI_ARGS are not needed and
@@ -59,10 +69,10 @@ func loadDelConf(data []byte, stderr io.Writer) (*NetConf, error) {
 // the prevResult's name or by the stable name ADD prefers. A host link is
 // only deleted when it is a veth port of the configured bridge.
 func (at *attach) removeVeth() error {
+	defer at.tm.step("removeVeth")()
 	a := at.args
 	if at.netns != nil {
-		err := at.netns.Do(func() error { return link.DeleteLink(nil, a.IfName) })
-		if err != nil {
+		if err := link.DeleteLink(at.cont, a.IfName); err != nil {
 			return fmt.Errorf("deleting %q in %q: %w", a.IfName, a.Netns, err)
 		}
 	}

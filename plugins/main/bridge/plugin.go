@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/skel"
@@ -37,14 +39,20 @@ type attach struct {
 	undo  undoStack
 	res   *types.Result
 	br    *netlink.Bridge
+	// hostLink is the host veth as last read (ADD).
+	hostLink netlink.Link
+	tm       *stepTimer // nil unless tracing
 }
 
 // open opens the netns (when given) and the netlink handles. For ADD and
 // CHECK a missing netns is an error; for DEL it is not.
 func (p *plugin) open(conf *NetConf, a *skel.CmdArgs, needNetns bool) (*attach, error) {
-	at := &attach{p: p, conf: conf, args: a}
+	at := &attach{p: p, conf: conf, args: a, tm: newStepTimer(a.Stderr)}
+	defer at.tm.step("open")()
 	var err error
-	if at.host, err = netlink.NewHandle(); err != nil {
+	// Route sockets only: the plugin needs no others, and each socket in the
+	// container costs two namespace switches.
+	if at.host, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
 		return nil, fmt.Errorf("opening a netlink socket: %w", err)
 	}
 	if a.Netns == "" {
@@ -59,7 +67,7 @@ func (p *plugin) open(conf *NetConf, a *skel.CmdArgs, needNetns bool) (*attach, 
 		return nil, types.Errorf(types.ErrInvalidEnv, "CNI_NETNS %q: %w", a.Netns, err)
 	}
 	at.netns = nsh
-	if at.cont, err = netlink.NewHandleAt(netns.NsHandle(at.netns.Fd())); err != nil {
+	if at.cont, err = netlink.NewHandleAt(netns.NsHandle(at.netns.Fd()), unix.NETLINK_ROUTE); err != nil {
 		at.close()
 		return nil, fmt.Errorf("opening a netlink socket in %q: %w", a.Netns, err)
 	}
@@ -94,6 +102,29 @@ func (at *attach) rules(ctx context.Context) (fwBackend, error) {
 	}
 	at.fw = fw
 	return fw, nil
+}
+
+// concurrently runs the tasks at once and returns their errors, in order.
+func concurrently(tasks ...func() error) []error {
+	errs := make([]error, len(tasks))
+	var wg sync.WaitGroup
+	for i, task := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = task()
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// timed wraps a step so that tracing reports its duration.
+func (at *attach) timed(name string, step func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		defer at.tm.step(name)()
+		return step(ctx)
+	}
 }
 
 // hostVethName is the preferred host-side name of an attachment's veth:
