@@ -12,6 +12,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/vishvananda/netlink"
 
+	"cnisuite/pkg/link"
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/types"
 	"cnisuite/test/sandbox"
@@ -163,7 +164,7 @@ func hostLink(t testing.TB, name string) netlink.Link {
 func bridgePorts(t testing.TB, br string) []string {
 	t.Helper()
 	b := hostLink(t, br)
-	links, err := netlink.LinkList()
+	links, err := link.LinkList(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func bridgePorts(t testing.TB, br string) []string {
 // bridgeAddrs lists the global addresses of a link of the test's namespace.
 func bridgeAddrs(t testing.TB, name string) []string {
 	t.Helper()
-	addrs, err := netlink.AddrList(hostLink(t, name), netlink.FAMILY_ALL)
+	addrs, err := link.AddrList(nil, hostLink(t, name), netlink.FAMILY_ALL)
 	if err != nil {
 		t.Fatal(err)
 	}

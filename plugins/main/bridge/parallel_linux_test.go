@@ -10,6 +10,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"cnisuite/pkg/link"
 	"cnisuite/test/sandbox"
 )
 
@@ -81,7 +82,10 @@ func assertNothingLeft(t *testing.T, br, leases string, ips map[string]string) {
 	if ports := bridgePorts(t, br); len(ports) != 0 {
 		t.Errorf("ports left after DEL: %v", ports)
 	}
-	links, _ := netlink.LinkList()
+	links, err := link.LinkList(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, l := range links {
 		if _, ok := l.(*netlink.Veth); ok {
 			t.Errorf("veth %s left after DEL", l.Attrs().Name)

@@ -12,6 +12,7 @@ import (
 	cnitypes "github.com/containernetworking/cni/pkg/types"
 	"github.com/vishvananda/netlink"
 
+	"cnisuite/pkg/link"
 	"cnisuite/test/sandbox"
 )
 
@@ -83,7 +84,7 @@ func TestCheckDetectsDamage(t *testing.T) {
 		"address_removed": func(t *testing.T, c *ctr) {
 			_ = c.ns.Do(func() error {
 				l, _ := netlink.LinkByName("eth0")
-				addrs, _ := netlink.AddrList(l, netlink.FAMILY_V4)
+				addrs, _ := link.AddrList(nil, l, netlink.FAMILY_V4)
 				for _, a := range addrs {
 					if err := netlink.AddrDel(l, &a); err != nil {
 						t.Fatal(err)
