@@ -72,7 +72,7 @@ func (at *attach) removeVeth() error {
 	defer at.tm.step("removeVeth")()
 	a := at.args
 	if at.netns != nil {
-		if err := link.DeleteLink(at.cont, a.IfName); err != nil {
+		if err := at.deleteContainerEnd(); err != nil {
 			return fmt.Errorf("deleting %q in %q: %w", a.IfName, a.Netns, err)
 		}
 	}
@@ -81,6 +81,24 @@ func (at *attach) removeVeth() error {
 		errs = append(errs, at.deleteHostPort(name))
 	}
 	return errors.Join(errs...)
+}
+
+// deleteContainerEnd deletes the container interface: a veth pair without
+// waiting for the kernel's cleanup (see vethdel.go), anything else at once.
+func (at *attach) deleteContainerEnd() error {
+	l, err := at.cont.LinkByName(at.args.IfName)
+	if err != nil {
+		if link.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("looking up %q: %w", at.args.IfName, err)
+	}
+	if veth, ok := l.(*netlink.Veth); ok {
+		if done, err := at.deleteVethDetached(veth); done {
+			return err
+		}
+	}
+	return link.DeleteLink(at.cont, at.args.IfName)
 }
 
 func (at *attach) hostVethCandidates() []string {

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"os"
 	"time"
 
 	"cnisuite/pkg/skel"
@@ -13,6 +14,9 @@ import (
 const portTimeout = 5 * time.Second
 
 func main() {
+	if code, ok := helperMode(); ok {
+		os.Exit(code)
+	}
 	p := &plugin{newRules: newFirewall, portTimeout: portTimeout}
 	skel.Main(&skel.Plugin{
 		Name: "bridge", Add: p.cmdAdd, Check: p.cmdCheck, Del: p.cmdDel, GC: p.cmdGC, Status: p.cmdStatus,
