@@ -132,7 +132,7 @@ func (f *Fake) render(o Owner, r Rules) string {
 func Render(kind string, o Owner, r Rules) string {
 	var guard string
 	if needsLocalnetGuard(r) {
-		guard = "# localnet guard (nft)\n" + strings.Join(nftLocalnetGuard(), "\n") + "\n"
+		guard = "# localnet guard (nft)\n" + strings.Join(nftLocalnetSkel().lines(), "\n") + "\n"
 	}
 	if kind != KindIPTables {
 		return nftEnsureScript(nftDesired(o, r), nil) + guard

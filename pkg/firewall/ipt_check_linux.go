@@ -156,7 +156,7 @@ func checkEntry(ctx context.Context, t ipt, e iptEntry) error {
 		family = unix.NFPROTO_IPV6
 	}
 	tag := strings.SplitN(e.spec, `"`, 3)[1]
-	if rules, err := nlListRules(family, "nat", e.parent); err == nil && len(rules) > 0 {
+	if rules, err := listRules(family, "nat", e.parent); err == nil && len(rules) > 0 {
 		for _, r := range rules {
 			if r.comment == tag {
 				return nil

@@ -118,7 +118,7 @@ func (b *iptBackend) Ensure(ctx context.Context, o Owner, r Rules) error {
 		}
 	}
 	if needsLocalnetGuard(r) {
-		if err := b.spoof.run(ctx, strings.Join(nftLocalnetGuard(), "\n")+"\n"); err != nil {
+		if err := b.spoof.ensureGuard(); err != nil {
 			return fmt.Errorf("%s: localnet guard: %w", o, err)
 		}
 	}

@@ -46,18 +46,81 @@ func (b *nftBackend) Usable(ctx context.Context) error {
 	return nil
 }
 
-// Ensure writes the owner's chains and map elements in one transaction.
+// Ensure writes the owner's chains and map elements in one transaction:
+// over netlink when every rule has a kernel form, else with nft -f -.
 func (b *nftBackend) Ensure(ctx context.Context, o Owner, r Rules) error {
+	desired := nftDesired(o, r)
+	var skels []nftSkel
+	seen := map[nftTable]bool{}
+	for _, c := range desired {
+		if !seen[c.table] {
+			seen[c.table] = true
+			skels = append(skels, nftSkeleton(c.table))
+		}
+	}
+	if needsLocalnetGuard(r) {
+		skels = append(skels, nftLocalnetSkel())
+	}
+	if !buildable(desired) {
+		return b.ensureScript(ctx, o, desired, skels)
+	}
+	conn, err := dialNL()
+	if err != nil {
+		return types.Errorf(types.ErrIO, "%w", err)
+	}
+	defer conn.close()
+	existing, err := conn.readChains(nftOwnerChains(o))
+	if err != nil {
+		return err
+	}
+	for _, safe := range []bool{false, true} {
+		batch := &nlBatch{}
+		if err = conn.ensureSkeletons(batch, skels); err != nil {
+			return err
+		}
+		batch.ensureBatch(desired, existing, safe)
+		if err = conn.apply(batch); err == nil || isConflict(err) {
+			break
+		}
+	}
+	if isConflict(err) {
+		return types.Errorf(ErrConflict, "%s: a host port, address or interface is already taken by another attachment: %w", o, err)
+	}
+	if err != nil {
+		return types.Errorf(types.ErrIO, "%s: %w", o, err)
+	}
+	return nil
+}
+
+// ensureGuard writes the localnet guard unless it is in place.
+func (b *nftBackend) ensureGuard() error {
+	conn, err := dialNL()
+	if err != nil {
+		return types.Errorf(types.ErrIO, "%w", err)
+	}
+	defer conn.close()
+	batch := &nlBatch{}
+	if err := conn.ensureSkeletons(batch, []nftSkel{nftLocalnetSkel()}); err != nil {
+		return err
+	}
+	if err := conn.apply(batch); err != nil {
+		return types.Errorf(types.ErrIO, "localnet guard: %w", err)
+	}
+	return nil
+}
+
+// ensureScript is Ensure through nft -f -, for rules with user conditions
+// or spoof checks, whose kernel form only nft builds.
+func (b *nftBackend) ensureScript(ctx context.Context, o Owner, desired []nftChain, skels []nftSkel) error {
 	existing, err := nftRead(nftOwnerChains(o))
 	if err != nil {
 		return err
 	}
-	script := nftEnsureScript(nftDesired(o, r), existing)
-	if needsLocalnetGuard(r) {
-		script += strings.Join(nftLocalnetGuard(), "\n") + "\n"
-	}
-	if script == "" {
-		return nil
+	script := nftEnsureScript(desired, existing)
+	for _, s := range skels {
+		if s.table == localnetGuardT {
+			script += strings.Join(s.lines(), "\n") + "\n"
+		}
 	}
 	if err := b.run(ctx, script); err != nil {
 		if strings.Contains(err.Error(), "File exists") {
@@ -69,29 +132,56 @@ func (b *nftBackend) Ensure(ctx context.Context, o Owner, r Rules) error {
 }
 
 // Remove deletes the owner's chains and map elements, and what the
-// reference plugins wrote for the same attachment.
+// reference plugins wrote for the same attachment, in one netlink
+// transaction.
 func (b *nftBackend) Remove(ctx context.Context, o Owner) error {
-	existing, err := nftRead(nftOwnerChains(o))
+	conn, err := dialNL()
+	if err != nil {
+		return types.Errorf(types.ErrIO, "%w", err)
+	}
+	defer conn.close()
+	existing, err := conn.readChains(nftOwnerChains(o))
 	if err != nil {
 		return err
 	}
-	var errs []error
 	if err := nftDropOrphanElems(existing); err != nil {
-		errs = append(errs, err)
+		return err
 	}
-	if script := nftRemoveScript(existing, false); script != "" {
-		if err := b.run(ctx, script); err != nil {
-			errs = append(errs, b.run(ctx, nftRemoveScript(existing, true)))
-		}
+	own := &nlBatch{}
+	for _, e := range existing {
+		own.removeChain(e, false)
 	}
-	errs = append(errs, removeReference(ctx, o, b.run))
+	ref := &nlBatch{}
+	refErr := removeReference(ctx, conn, o, ref)
+	all := &nlBatch{msgs: append(append([]netlink.Message{}, own.msgs...), ref.msgs...), err: errors.Join(own.err, ref.err)}
+	if err := conn.apply(all); err == nil {
+		return refErr
+	}
+	// An element or a reference rule went away behind our back: the safe
+	// form of our own part, then the reference part again.
+	safe := &nlBatch{}
+	for _, e := range existing {
+		safe.removeChain(e, true)
+	}
+	var errs []error
+	if err := conn.apply(safe); err != nil {
+		errs = append(errs, types.Errorf(types.ErrIO, "%s: %w", o, err))
+	}
+	ref = &nlBatch{}
+	errs = append(errs, removeReference(ctx, conn, o, ref))
+	errs = append(errs, conn.apply(ref))
 	return errors.Join(errs...)
 }
 
 // Check compares the owner's chains with the rules r needs.
 func (b *nftBackend) Check(ctx context.Context, o Owner, r Rules) error {
 	desired := nftDesired(o, r)
-	existing, err := nftRead(desiredRefs(desired))
+	conn, err := dialNL()
+	if err != nil {
+		return types.Errorf(types.ErrIO, "%w", err)
+	}
+	defer conn.close()
+	existing, err := conn.readChains(desiredRefs(desired))
 	if err != nil {
 		return err
 	}
@@ -107,15 +197,24 @@ func (b *nftBackend) GC(ctx context.Context, plugin, network string, keep []Owne
 	if err != nil {
 		return err
 	}
-	existing, err := nftRead(stale)
+	conn, err := dialNL()
+	if err != nil {
+		return types.Errorf(types.ErrIO, "%w", err)
+	}
+	defer conn.close()
+	existing, err := conn.readChains(stale)
 	if err != nil {
 		return err
 	}
 	if err := nftDropOrphanElems(existing); err != nil {
 		return err
 	}
-	if script := nftRemoveScript(existing, true); script != "" {
-		return b.run(ctx, script)
+	batch := &nlBatch{}
+	for _, e := range existing {
+		batch.removeChain(e, true)
+	}
+	if err := conn.apply(batch); err != nil {
+		return types.Errorf(types.ErrIO, "GC of network %q: %w", network, err)
 	}
 	return nil
 }
@@ -144,35 +243,14 @@ func desiredRefs(cs []nftChain) []nftChain {
 	return out
 }
 
-// nftRead fetches the rule comments of the named chains that exist. A
-// chain emptied behind our back is returned without comments.
+// nftRead fetches the rule comments of the named chains that exist.
 func nftRead(chains []nftChain) ([]nftExisting, error) {
-	var out []nftExisting
-	var conn *nftables.Conn
-	for _, c := range chains {
-		rules, err := nlListRules(byte(familyOf[c.table.family]), c.table.name, c.name)
-		if err != nil {
-			return nil, types.Errorf(types.ErrIO, "listing chain %s %s: %w", c.table, c.name, err)
-		}
-		if len(rules) == 0 {
-			// The dump cannot tell an empty chain from a missing one.
-			if conn == nil {
-				if conn, err = nftables.New(); err != nil {
-					return nil, types.Errorf(types.ErrIO, "netlink to nftables: %w", err)
-				}
-			}
-			table := &nftables.Table{Name: c.table.name, Family: familyOf[c.table.family]}
-			if _, err := conn.ListChain(table, c.name); err != nil {
-				continue
-			}
-		}
-		e := nftExisting{table: c.table, name: c.name}
-		for _, r := range rules {
-			e.comments = append(e.comments, r.comment)
-		}
-		out = append(out, e)
+	conn, err := dialNL()
+	if err != nil {
+		return nil, types.Errorf(types.ErrIO, "%w", err)
 	}
-	return out, nil
+	defer conn.close()
+	return conn.readChains(chains)
 }
 
 // nftDropOrphanElems deletes, over netlink, the map elements leading to

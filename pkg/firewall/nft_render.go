@@ -7,6 +7,8 @@ import (
 	"net"
 	"sort"
 	"strings"
+
+	"github.com/google/nftables/expr"
 )
 
 // nftTable is one table of ours.
@@ -45,8 +47,9 @@ type nftChain struct {
 // nftRule is a rule of an owner chain; elem, when set, is the map element
 // that dispatches packets to the chain for this rule.
 type nftRule struct {
-	text string
-	elem *nftElem
+	text  string
+	elem  *nftElem
+	exprs []expr.Any // the kernel form of text; nil when only nft can build it
 }
 
 // nftElem is a key of a verdict map of the table.
@@ -107,61 +110,6 @@ func nftOwnerChains(o Owner) []nftChain {
 	}
 }
 
-// nftSkeleton returns the commands that create a table with its maps and
-// base chains and rewrite the base chains' fixed rules. Running it again
-// changes nothing.
-func nftSkeleton(t nftTable) []string {
-	addr := "ipv4_addr"
-	ip := "ip"
-	if t.family == "ip6" {
-		addr, ip = "ipv6_addr", "ip6"
-	}
-	var body []string
-	switch t.name {
-	case nftMasq4.name:
-		body = []string{
-			"add map " + t.String() + " sources { type " + addr + " : verdict; }",
-			"add chain " + t.String() + " postrouting { type nat hook postrouting priority srcnat; policy accept; }",
-			"flush chain " + t.String() + " postrouting",
-			"add rule " + t.String() + " postrouting " + ip + " saddr vmap @sources",
-		}
-	case nftPort4.name:
-		body = nftPortSkeleton(t, addr, ip)
-	case nftSpoof.name:
-		body = []string{
-			"add map " + t.String() + " ifaces { type ifname : verdict; }",
-			"add chain " + t.String() + " prerouting { type filter hook prerouting priority -300; policy accept; }",
-			"flush chain " + t.String() + " prerouting",
-			"add rule " + t.String() + " prerouting iifname vmap @ifaces",
-		}
-	}
-	return append([]string{"add table " + t.String()}, body...)
-}
-
-// nftPortSkeleton is the portmap table: only traffic addressed to the node
-// itself (fib daddr type local) reaches the host-port maps.
-func nftPortSkeleton(t nftTable, addr, ip string) []string {
-	ts := t.String()
-	return []string{
-		"add map " + ts + " hostip_ports { type " + addr + " . inet_proto . inet_service : verdict; }",
-		"add map " + ts + " ports { type inet_proto . inet_service : verdict; }",
-		"add map " + ts + " hairpins { type " + addr + " . inet_proto . inet_service : verdict; }",
-		"add chain " + ts + " prerouting { type nat hook prerouting priority dstnat; policy accept; }",
-		"add chain " + ts + " output { type nat hook output priority -100; policy accept; }",
-		"add chain " + ts + " hostports",
-		"add chain " + ts + " masquerading { type nat hook postrouting priority srcnat; policy accept; }",
-		"flush chain " + ts + " prerouting",
-		"add rule " + ts + " prerouting fib daddr type local jump hostports",
-		"flush chain " + ts + " output",
-		"add rule " + ts + " output fib daddr type local jump hostports",
-		"flush chain " + ts + " hostports",
-		"add rule " + ts + " hostports " + ip + " daddr . meta l4proto . th dport vmap @hostip_ports",
-		"add rule " + ts + " hostports meta l4proto . th dport vmap @ports",
-		"flush chain " + ts + " masquerading",
-		"add rule " + ts + " masquerading ct status dnat " + ip + " daddr . meta l4proto . th dport vmap @hairpins",
-	}
-}
-
 // nftDesired returns the owner chains r needs, in a stable order.
 func nftDesired(o Owner, r Rules) []nftChain {
 	var out []nftChain
@@ -202,15 +150,20 @@ func nftMasqChain(o Owner, ms []Masq, v4 bool) nftChain {
 	if v4 {
 		multicast = "224.0.0.0/4"
 	}
+	_, mcast, _ := net.ParseCIDR(multicast)
 	c := nftChain{table: table, name: nftChainName(nftPrefixMasq, o)}
 	for _, m := range ms {
 		if isV4(m.Addr.IP) != v4 {
 			continue
 		}
-		addr := hostNet(m.Addr.IP).IP.String()
+		host := hostNet(m.Addr.IP)
 		text := fmt.Sprintf("%s saddr %s %s daddr != %s %s daddr != %s masquerade",
-			ip, addr, ip, subnetOf(&m.Addr), ip, multicast)
-		c.rules = append(c.rules, nftRule{text: text, elem: &nftElem{set: "sources", key: addr}})
+			ip, host.IP, ip, subnetOf(&m.Addr), ip, multicast)
+		exprs := concat(exprAddr(v4, saddrOff(v4), host, expr.CmpOpEq),
+			exprAddr(v4, daddrOff(v4), subnetOf(&m.Addr), expr.CmpOpNeq),
+			exprAddr(v4, daddrOff(v4), mcast, expr.CmpOpNeq),
+			[]expr.Any{&expr.Masq{}})
+		c.rules = append(c.rules, nftRule{text: text, elem: &nftElem{set: "sources", key: host.IP.String()}, exprs: exprs})
 	}
 	return c
 }
@@ -226,13 +179,19 @@ func nftDNATChain(o Owner, pm *PortMaps, v4 bool) nftChain {
 	for _, m := range forFamily(pm.Mappings, v4) {
 		words := append([]string{}, conds...)
 		elem := &nftElem{set: "ports", key: fmt.Sprintf("%s . %d", m.Protocol, m.HostPort)}
+		var exprs []expr.Any
 		if h := specificHost(m); h != nil {
 			words = append(words, ip+" daddr "+h.String())
 			elem = &nftElem{set: "hostip_ports", key: fmt.Sprintf("%s . %s . %d", h, m.Protocol, m.HostPort)}
+			exprs = exprAddr(v4, daddrOff(v4), hostNet(h), expr.CmpOpEq)
 		}
 		words = append(words, fmt.Sprintf("%s dport %d dnat to %s", m.Protocol, m.HostPort,
 			joinHostPort(cip.IP, m.ContainerPort)))
-		c.rules = append(c.rules, nftRule{text: strings.Join(words, " "), elem: elem})
+		exprs = append(exprs, concat(exprDport(m.Protocol, m.HostPort), exprDNAT(v4, cip.IP, m.ContainerPort))...)
+		if len(conds) > 0 {
+			exprs = nil // user tokens: only nft can build them
+		}
+		c.rules = append(c.rules, nftRule{text: strings.Join(words, " "), elem: elem, exprs: exprs})
 	}
 	return c
 }
@@ -253,11 +212,13 @@ func nftHairpinChain(o Owner, pm *PortMaps, v4 bool) nftChain {
 		return c
 	}
 	sources := []string{ip + " saddr " + subnetOf(cip).String()}
+	matches := [][]expr.Any{exprAddr(v4, saddrOff(v4), subnetOf(cip), expr.CmpOpEq)}
 	switch {
 	case pm.MasqAll:
-		sources = []string{""}
+		sources, matches = []string{""}, [][]expr.Any{{}}
 	case v4:
 		sources = append(sources, "ip saddr 127.0.0.1")
+		matches = append(matches, exprAddr(v4, saddrOff(v4), hostNet(net.IPv4(127, 0, 0, 1)), expr.CmpOpEq))
 	}
 	seen := map[string]bool{}
 	for _, m := range forFamily(pm.Mappings, v4) {
@@ -267,9 +228,13 @@ func nftHairpinChain(o Owner, pm *PortMaps, v4 bool) nftChain {
 		}
 		seen[key] = true
 		elem := &nftElem{set: "hairpins", key: key}
-		for _, src := range sources {
+		for i, src := range sources {
 			words := append(append([]string{}, conds...), src, "meta l4proto "+m.Protocol+" masquerade")
-			c.rules = append(c.rules, nftRule{text: strings.Join(nonEmpty(words), " "), elem: elem})
+			exprs := concat(matches[i], exprL4Proto(m.Protocol), []expr.Any{&expr.Masq{}})
+			if len(conds) > 0 {
+				exprs = nil
+			}
+			c.rules = append(c.rules, nftRule{text: strings.Join(nonEmpty(words), " "), elem: elem, exprs: exprs})
 		}
 	}
 	return c
@@ -322,20 +287,6 @@ func joinHostPort(ip net.IP, port int) string {
 		return fmt.Sprintf("%s:%d", ip.To4(), port)
 	}
 	return fmt.Sprintf("[%s]:%d", ip, port)
-}
-
-// nftLocalnetGuard drops packets to 127.0.0.0/8 that arrive from any
-// interface but lo, before DNAT. route_localnet=1 (needed for
-// 127.0.0.1:hostPort) would otherwise let neighbours reach services bound
-// to the node's loopback (the CVE-2020-8558 class). Node-wide and constant:
-// rewriting it changes nothing.
-func nftLocalnetGuard() []string {
-	return []string{
-		"add table ip cnisuite_localnet",
-		"add chain ip cnisuite_localnet prerouting { type filter hook prerouting priority -150; policy accept; }",
-		"flush chain ip cnisuite_localnet prerouting",
-		`add rule ip cnisuite_localnet prerouting iifname != "lo" ip daddr 127.0.0.0/8 drop`,
-	}
 }
 
 // needsLocalnetGuard reports whether r lets 127.0.0.1 reach a container.

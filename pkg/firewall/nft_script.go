@@ -53,7 +53,7 @@ func nftEnsureScript(desired []nftChain, existing []nftExisting) string {
 	for _, c := range desired {
 		if !seenTable[c.table] {
 			seenTable[c.table] = true
-			writeLines(&b, nftSkeleton(c.table))
+			writeLines(&b, nftSkeleton(c.table).lines())
 		}
 	}
 	want := map[string]nftChain{}

@@ -3,59 +3,20 @@ package firewall
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 
+	"github.com/google/nftables/expr"
 	"github.com/google/nftables/userdata"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
 
-// nlRule is what we need of a listed rule: its handle and comment.
+// nlRule is what we need of a listed rule: its handle, its comment and
+// the chain it jumps or goes to, if any.
 type nlRule struct {
 	handle  uint64
 	comment string
-}
-
-// nlListRules dumps the rules of one chain over netlink, decoding only
-// handles and comments, so that no expression (ours or one a user put in
-// conditions) can make the listing fail. A missing table or chain yields
-// no rules. Equivalent to: nft -a list chain <family> <table> <chain>
-func nlListRules(family byte, table, chain string) ([]nlRule, error) {
-	conn, err := netlink.Dial(unix.NETLINK_NETFILTER, nil)
-	if err != nil {
-		return nil, fmt.Errorf("netlink dial: %w", err)
-	}
-	defer conn.Close()
-	ae := netlink.NewAttributeEncoder()
-	ae.String(unix.NFTA_RULE_TABLE, table)
-	ae.String(unix.NFTA_RULE_CHAIN, chain)
-	attrs, err := ae.Encode()
-	if err != nil {
-		return nil, err
-	}
-	msg := netlink.Message{
-		Header: netlink.Header{
-			Type:  netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETRULE),
-			Flags: netlink.Request | netlink.Dump,
-		},
-		Data: append([]byte{family, unix.NFNETLINK_V0, 0, 0}, attrs...),
-	}
-	msgs, err := conn.Execute(msg)
-	if err != nil {
-		return nil, fmt.Errorf("listing rules of %s %s: %w", table, chain, err)
-	}
-	var out []nlRule
-	for _, m := range msgs {
-		if len(m.Data) < 4 {
-			continue
-		}
-		r, err := decodeNLRule(m.Data[4:])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	jump    string
+	exprs   []byte // NFTA_RULE_EXPRESSIONS as the kernel dumped it
 }
 
 func decodeNLRule(b []byte) (nlRule, error) {
@@ -72,26 +33,29 @@ func decodeNLRule(b []byte) (nlRule, error) {
 		case unix.NFTA_RULE_USERDATA:
 			r.comment, _ = userdata.GetString(ad.Bytes(), userdata.TypeComment)
 		case unix.NFTA_RULE_EXPRESSIONS:
+			r.exprs = ad.Bytes()
+			xt, jump := scanExprs(r.exprs)
 			if r.comment == "" {
-				r.comment = xtComment(ad.Bytes())
+				r.comment = xt
 			}
+			r.jump = jump
 		}
 	}
 	return r, ad.Err()
 }
 
-// xtComment returns the text of an iptables-nft "-m comment" match found in
-// a rule's expressions (an xt match named comment whose info is the
-// NUL-terminated text), or "".
-func xtComment(exprs []byte) string {
+// scanExprs returns the text of an iptables-nft "-m comment" match found
+// in a rule's expressions (an xt match named comment whose info is the
+// NUL-terminated text) and the chain of an immediate jump or goto.
+func scanExprs(exprs []byte) (comment, jump string) {
 	list, err := netlink.NewAttributeDecoder(exprs)
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	for list.Next() {
 		ex, err := netlink.NewAttributeDecoder(list.Bytes())
 		if err != nil {
-			return ""
+			return comment, jump
 		}
 		var name string
 		var data []byte
@@ -103,9 +67,37 @@ func xtComment(exprs []byte) string {
 				data = ex.Bytes()
 			}
 		}
-		if name == "match" {
-			if c := xtMatchComment(data); c != "" {
-				return c
+		switch name {
+		case "match":
+			if c := xtMatchComment(data); c != "" && comment == "" {
+				comment = c
+			}
+		case "immediate":
+			if j := immediateChain(data); j != "" {
+				jump = j
+			}
+		}
+	}
+	return comment, jump
+}
+
+// immediateChain returns the chain of an immediate expression's verdict.
+func immediateChain(data []byte) string {
+	ad, err := netlink.NewAttributeDecoder(data)
+	if err != nil {
+		return ""
+	}
+	for ad.Next() {
+		if ad.Type() != unix.NFTA_IMMEDIATE_DATA {
+			continue
+		}
+		vd, err := netlink.NewAttributeDecoder(ad.Bytes())
+		if err != nil {
+			return ""
+		}
+		for vd.Next() {
+			if vd.Type() == unix.NFTA_DATA_VERDICT {
+				return verdictChain(vd.Bytes())
 			}
 		}
 	}
@@ -134,4 +126,66 @@ func xtMatchComment(data []byte) string {
 		info = info[:i]
 	}
 	return string(info)
+}
+
+// parseExprs decodes the expressions of a dumped rule, as far as they are
+// of the kinds our fixed rules use; ok is false for any other kind.
+func parseExprs(family byte, b []byte) (out []expr.Any, ok bool) {
+	list, err := netlink.NewAttributeDecoder(b)
+	if err != nil {
+		return nil, false
+	}
+	for list.Next() {
+		ex, err := netlink.NewAttributeDecoder(list.Bytes())
+		if err != nil {
+			return nil, false
+		}
+		var name string
+		for ex.Next() {
+			switch ex.Type() {
+			case unix.NFTA_EXPR_NAME:
+				name = ex.String()
+			case unix.NFTA_EXPR_DATA:
+				e := exprOfName(name)
+				if e == nil || expr.Unmarshal(family, ex.Bytes(), e) != nil {
+					return nil, false
+				}
+				if imm, isImm := e.(*expr.Immediate); isImm && imm.Register == regVerdict && len(imm.Data) == 0 {
+					v := &expr.Verdict{}
+					if expr.Unmarshal(family, ex.Bytes(), v) != nil {
+						return nil, false
+					}
+					e = v
+				}
+				out = append(out, e)
+			}
+		}
+	}
+	return out, list.Err() == nil
+}
+
+func exprOfName(name string) expr.Any {
+	switch name {
+	case "payload":
+		return &expr.Payload{}
+	case "cmp":
+		return &expr.Cmp{}
+	case "meta":
+		return &expr.Meta{}
+	case "lookup":
+		return &expr.Lookup{}
+	case "immediate":
+		return &expr.Immediate{}
+	case "fib":
+		return &expr.Fib{}
+	case "ct":
+		return &expr.Ct{}
+	case "bitwise":
+		return &expr.Bitwise{}
+	case "masq":
+		return &expr.Masq{}
+	case "nat":
+		return &expr.NAT{}
+	}
+	return nil
 }

@@ -2,16 +2,14 @@ package firewall
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 
-	"github.com/google/nftables"
+	"cnisuite/pkg/types"
 )
 
-// removeReference deletes what the reference plugins wrote for the same
-// attachment, found over netlink so that the common case (nothing there)
-// costs a few netlink requests and no process:
+// removeReference adds to batch the deletion of what the reference plugins
+// wrote for the same attachment, found over netlink on conn, so that the
+// common case (nothing there) costs a few lookups and no process:
 //
 //   - portmap: rules commented with the container ID in the nftables
 //     tables ip/ip6 cni_hostport; the iptables(-nft) chain CNI-DN-<hash>
@@ -22,94 +20,100 @@ import (
 //     POSTROUTING.
 //
 // Rules written by iptables-legacy are not visible over netlink and are
-// left alone.
-func removeReference(ctx context.Context, o Owner, runNFT func(context.Context, string) error) error {
-	conn, err := nftables.New()
-	if err != nil {
-		return fmt.Errorf("netlink to nftables: %w", err)
-	}
-	var script []string
+// left alone. Jumps are deleted by rule handle, which costs nothing per
+// other rule of the parent chain (iptables -D would compare them all).
+func removeReference(_ context.Context, conn *nlConn, o Owner, batch *nlBatch) error {
 	var errs []error
+	collect := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	switch o.Plugin {
 	case PluginPortmap:
 		for _, fam := range []string{"ip", "ip6"} {
 			for _, ch := range []string{"hostports", "hostip_hostports", "masquerading"} {
-				script = append(script, refDeleteRules(fam, "cni_hostport", ch, func(c string) bool {
-					return c == o.ContainerID
-				})...)
+				collect(refDeleteRules(conn, batch, nftTable{fam, "cni_hostport"}, ch, func(r nlRule) bool {
+					return r.comment == o.ContainerID
+				}))
 			}
-			errs = append(errs, refIPTables(ctx, conn, fam, refDNChain(o), "CNI-HOSTPORT-DNAT"))
+			collect(refChain(conn, batch, nftTable{fam, "nat"}, refDNChain(o), "CNI-HOSTPORT-DNAT"))
 		}
 	case PluginBridge:
 		prefix := refHash16(o.Network) + "-" + refHash16(o.IfName+":"+o.ContainerID)
-		script = append(script, refDeleteRules("inet", "cni_plugins_masquerade", "masq_checks", func(c string) bool {
-			return strings.HasPrefix(c, prefix)
-		})...)
-		script = append(script, refSpoofCheck(conn, o)...)
+		collect(refDeleteRules(conn, batch, nftTable{"inet", "cni_plugins_masquerade"}, "masq_checks", func(r nlRule) bool {
+			return strings.HasPrefix(r.comment, prefix)
+		}))
+		collect(refSpoofCheck(conn, batch, o))
 		for _, fam := range []string{"ip", "ip6"} {
-			errs = append(errs, refIPTables(ctx, conn, fam, refMasqChain(o), "POSTROUTING"))
+			collect(refChain(conn, batch, nftTable{fam, "nat"}, refMasqChain(o), "POSTROUTING"))
 		}
 	}
-	if len(script) > 0 {
-		errs = append(errs, runNFT(ctx, strings.Join(script, "\n")+"\n"))
+	if len(errs) > 0 {
+		return types.Errorf(types.ErrIO, "%s: reading the reference plugins' rules: %v", o, errs)
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
-// refDeleteRules returns delete commands for the rules of a chain whose
-// comment matches.
-func refDeleteRules(family, table, chain string, match func(string) bool) []string {
-	rules, err := nlListRules(byte(familyOf[family]), table, chain)
-	if err != nil {
-		return nil // nothing of the reference can be read here
-	}
-	var out []string
-	for _, r := range rules {
-		if match(r.comment) {
-			out = append(out, fmt.Sprintf("delete rule %s %s %s handle %d", family, table, chain, r.handle))
-		}
-	}
-	return out
-}
-
-// refSpoofCheck returns the commands removing the reference spoof check of
-// the attachment (table bridge nat, chains cni-br-iface-<cid>-<ifname>).
-func refSpoofCheck(conn *nftables.Conn, o Owner) []string {
-	ref := o.ContainerID + "-" + o.IfName
-	chain := "cni-br-iface-" + ref
-	t := &nftables.Table{Name: "nat", Family: nftables.TableFamilyBridge}
-	if _, err := conn.ListChain(t, chain); err != nil {
-		return nil
-	}
-	out := refDeleteRules("bridge", "nat", "PREROUTING", func(c string) bool {
-		return c == "macspoofchk-"+ref
-	})
-	for _, c := range []string{chain, chain + "-mac"} {
-		out = append(out, "add chain bridge nat "+c, "flush chain bridge nat "+c)
-	}
-	return append(out, "delete chain bridge nat "+chain, "delete chain bridge nat "+chain+"-mac")
-}
-
-// refIPTables removes a reference iptables chain of table nat and every
-// jump to it from parent, when iptables-nft shows the chain over netlink.
-func refIPTables(ctx context.Context, conn *nftables.Conn, family, chain, parent string) error {
-	t := &nftables.Table{Name: "nat", Family: familyOf[family]}
-	if _, err := conn.ListChain(t, chain); err != nil {
-		return nil // no such chain, or no nat table at all
-	}
-	ipt := iptFor(family == "ip")
-	listing, err := ipt.list(ctx, parent)
+// refDeleteRules deletes the rules of a chain that match, by handle.
+func refDeleteRules(conn *nlConn, batch *nlBatch, t nftTable, chain string, match func(nlRule) bool) error {
+	rules, err := conn.rules(byte(familyOf[t.family]), t.name, chain)
 	if err != nil {
 		return err
 	}
-	payload := []string{"*nat"}
-	for _, line := range listing {
-		if strings.HasPrefix(line, "-A "+parent+" ") && strings.Contains(line+" ", " -j "+chain+" ") {
-			payload = append(payload, "-D"+strings.TrimPrefix(line, "-A"))
+	for _, r := range rules {
+		if match(r) {
+			batch.delRule(t, chain, r.handle)
 		}
 	}
-	payload = append(payload, "-F "+chain, "-X "+chain, "COMMIT")
-	return ipt.restore(ctx, strings.Join(payload, "\n")+"\n")
+	return nil
+}
+
+// refSpoofCheck removes the reference spoof check of the attachment (table
+// bridge nat, chains cni-br-iface-<cid>-<ifname> and its -mac chain, the
+// jump from PREROUTING commented macspoofchk-<cid>-<ifname>).
+func refSpoofCheck(conn *nlConn, batch *nlBatch, o Owner) error {
+	ref := o.ContainerID + "-" + o.IfName
+	t := nftTable{"bridge", "nat"}
+	chain := "cni-br-iface-" + ref
+	ok, err := conn.chainExists(byte(familyOf[t.family]), t.name, chain)
+	if err != nil || !ok {
+		return err
+	}
+	if err := refDeleteRules(conn, batch, t, "PREROUTING", func(r nlRule) bool {
+		return r.comment == "macspoofchk-"+ref || r.jump == chain
+	}); err != nil {
+		return err
+	}
+	// The iface chain jumps to the mac chain: it goes first.
+	for _, c := range []string{chain, chain + "-mac"} {
+		if ok, err := conn.chainExists(byte(familyOf[t.family]), t.name, c); err != nil {
+			return err
+		} else if ok {
+			batch.flushChain(t, c)
+		}
+	}
+	for _, c := range []string{chain, chain + "-mac"} {
+		if ok, _ := conn.chainExists(byte(familyOf[t.family]), t.name, c); ok {
+			batch.delChain(t, c)
+		}
+	}
+	return nil
+}
+
+// refChain removes a reference chain of an iptables-nft table and every
+// jump to it from parent, when the chain exists.
+func refChain(conn *nlConn, batch *nlBatch, t nftTable, chain, parent string) error {
+	ok, err := conn.chainExists(byte(familyOf[t.family]), t.name, chain)
+	if err != nil || !ok {
+		return err
+	}
+	if err := refDeleteRules(conn, batch, t, parent, func(r nlRule) bool { return r.jump == chain }); err != nil {
+		return err
+	}
+	batch.flushChain(t, chain)
+	batch.delChain(t, chain)
+	return nil
 }
 
 // refMasqChain is the reference bridge's masquerade chain name:
