@@ -39,6 +39,23 @@ func (p *plugin) cmdAdd(ctx context.Context, a *skel.CmdArgs) (*types.Result, er
 	return res, nil
 }
 
+// ipamNeedsNoInterface lists the IPAM plugins known to allocate without
+// looking at the container's interface; others (dhcp asks for a lease on the
+// interface itself) run after the veth exists, as in the reference plugin.
+var ipamNeedsNoInterface = map[string]bool{"host-local": true, "static": true, "whereabouts": true}
+
+// linksAndIPAM makes the bridge and veth and runs IPAM: at the same time
+// when the IPAM plugin does not need the interface, else one after the other.
+func (at *attach) linksAndIPAM(ipam, links func() error) error {
+	if ipamNeedsNoInterface[at.conf.IPAM.Type] {
+		return firstError(concurrently(ipam, links))
+	}
+	if err := links(); err != nil {
+		return err
+	}
+	return ipam()
+}
+
 // add runs the steps of ADD. Steps that need nothing from each other run at
 // the same time: IPAM (a process of its own) while the bridge and the veth
 // are made, and the firewall transaction while the container is configured,
@@ -53,7 +70,7 @@ func (at *attach) add(ctx context.Context) (*types.Result, error) {
 	links := func() error {
 		return at.sequence(ctx, at.timed("ensureBridge", at.ensureBridge), at.timed("setupVeth", at.setupVeth))
 	}
-	if err := firstError(concurrently(ipam, links)); err != nil {
+	if err := at.linksAndIPAM(ipam, links); err != nil {
 		return nil, err
 	}
 	rules, err := at.desiredRules()
