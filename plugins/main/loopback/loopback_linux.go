@@ -8,6 +8,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"cnisuite/pkg/link"
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
@@ -46,7 +47,7 @@ func cmdAdd(_ context.Context, a *skel.CmdArgs) (*types.Result, error) {
 		if err := netlink.LinkSetUp(lo); err != nil {
 			return fmt.Errorf("set %s up: %w", loName, err)
 		}
-		addrs, err = netlink.AddrList(lo, netlink.FAMILY_ALL)
+		addrs, err = link.AddrList(nil, lo, netlink.FAMILY_ALL)
 		return err
 	})
 	if err != nil {
