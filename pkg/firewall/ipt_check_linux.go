@@ -16,8 +16,23 @@ import (
 // Check compares the owner's chains with the rules r needs, by the digest
 // comment of each rule, and checks each entry with iptables -C.
 func (b *iptBackend) Check(ctx context.Context, o Owner, r Rules) error {
+	var conn *nlConn
+	if b.nft {
+		var err error
+		if conn, err = dialNL(); err != nil {
+			return types.Errorf(types.ErrIO, "%w", err)
+		}
+		defer conn.close()
+	}
 	for _, v4 := range []bool{true, false} {
-		if err := checkFamily(ctx, o, iptFor(v4), iptDesired(o, r, v4)); err != nil {
+		t, desired := iptFor(v4), iptDesired(o, r, v4)
+		var err error
+		if conn != nil {
+			err = checkFamilyNL(conn, o, t, desired)
+		} else {
+			err = checkFamily(ctx, o, t, desired)
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", o, err)
 		}
 	}
@@ -50,6 +65,48 @@ func checkFamily(ctx context.Context, o Owner, t ipt, desired []iptUnit) error {
 		for _, e := range iptEntries(o, u.chain, u.rules) {
 			if err := checkEntry(ctx, t, e); err != nil {
 				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkFamilyNL is checkFamily for iptables-nft, reading over netlink.
+func checkFamilyNL(conn *nlConn, o Owner, t ipt, desired []iptUnit) error {
+	if len(desired) == 0 {
+		return nil
+	}
+	var names []string
+	for _, u := range desired {
+		names = append(names, u.chain)
+	}
+	present, err := t.presentNL(conn, names)
+	if err != nil {
+		return types.Errorf(types.ErrIO, "%w", err)
+	}
+	parents, err := t.parents(conn)
+	if err != nil {
+		return types.Errorf(types.ErrIO, "%w", err)
+	}
+	for _, u := range desired {
+		got, ok := present[u.chain]
+		if !ok {
+			return types.Errorf(ErrMissing, "%s chain %s is missing", t.cmd, u.chain)
+		}
+		have := map[string]int{}
+		for _, c := range got {
+			have[c]++
+		}
+		for _, r := range u.rules {
+			c := iptRuleComment(r)
+			if have[c] == 0 {
+				return types.Errorf(ErrMissing, "%s rule %q is missing from chain %s", t.cmd, r, u.chain)
+			}
+			have[c]--
+		}
+		for _, e := range iptEntries(o, u.chain, u.rules) {
+			if !hasEntry(parents[e.parent], e) {
+				return types.Errorf(ErrMissing, "%s jump %q in %s is missing", t.cmd, e.spec, e.parent)
 			}
 		}
 	}

@@ -17,10 +17,14 @@ import (
 type iptBackend struct {
 	v4, v6 ipt
 	spoof  *nftBackend // spoof checks are bridge-family rules: nftables
+	// nft is set when iptables is iptables-nft: reads and deletions then
+	// go over netlink (see ipt_nl_linux.go).
+	nft bool
 }
 
 func newIPTables() *iptBackend {
-	return &iptBackend{v4: iptFor(true), v6: iptFor(false), spoof: newNFTables()}
+	return &iptBackend{v4: iptFor(true), v6: iptFor(false), spoof: newNFTables(),
+		nft: iptablesIsNFT("iptables") && iptablesIsNFT("ip6tables")}
 }
 
 // ipt runs the tools of one family.
@@ -100,21 +104,22 @@ func (b *iptBackend) Usable(ctx context.Context) error {
 	return nil
 }
 
-// Ensure writes the owner's chains and entries, one payload per family.
+// Ensure writes the owner's chains and entries, one payload per family
+// that has something to write. With iptables-nft, a family whose chains
+// and jumps are already in place, or that has nothing of the owner and
+// needs nothing, costs a few netlink reads and no process.
 func (b *iptBackend) Ensure(ctx context.Context, o Owner, r Rules) error {
+	var conn *nlConn
+	if b.nft {
+		var err error
+		if conn, err = dialNL(); err != nil {
+			return types.Errorf(types.ErrIO, "%w", err)
+		}
+		defer conn.close()
+	}
 	for _, v4 := range []bool{true, false} {
-		t := iptFor(v4)
-		desired := iptDesired(o, r, v4)
-		existing, err := t.read(ctx, iptProbeChains(o))
-		if err != nil {
+		if err := b.ensureFamily(ctx, conn, o, iptFor(v4), iptDesired(o, r, v4)); err != nil {
 			return err
-		}
-		existing = withCompanions(o, existing)
-		if len(desired) == 0 && len(existing) == 0 {
-			continue
-		}
-		if err := t.restore(ctx, iptEnsurePayload(o, desired, existing)); err != nil {
-			return fmt.Errorf("%s: %w", o, err)
 		}
 	}
 	if needsLocalnetGuard(r) {
@@ -123,6 +128,35 @@ func (b *iptBackend) Ensure(ctx context.Context, o Owner, r Rules) error {
 		}
 	}
 	return b.ensureSpoof(ctx, o, r)
+}
+
+func (b *iptBackend) ensureFamily(ctx context.Context, conn *nlConn, o Owner, t ipt, desired []iptUnit) error {
+	existing := map[string][]string{}
+	read := true
+	if conn != nil {
+		done, any, err := t.inPlaceNL(conn, o, desired)
+		if err != nil {
+			return types.Errorf(types.ErrIO, "%s: %w", o, err)
+		}
+		if done {
+			return nil
+		}
+		read = any // chains to rewrite: their rules are needed as text
+	}
+	if read {
+		var err error
+		if existing, err = t.read(ctx, iptProbeChains(o)); err != nil {
+			return err
+		}
+		existing = withCompanions(o, existing)
+	}
+	if len(desired) == 0 && len(existing) == 0 {
+		return nil
+	}
+	if err := t.restore(ctx, iptEnsurePayload(o, desired, existing)); err != nil {
+		return fmt.Errorf("%s: %w", o, err)
+	}
+	return nil
 }
 
 // iptProbeChains returns the chains whose state tells what an owner holds:
@@ -152,14 +186,37 @@ func (b *iptBackend) ensureSpoof(ctx context.Context, o Owner, r Rules) error {
 }
 
 // Remove deletes the owner's chains and entries, then the reference
-// plugins' rules of the attachment and the owner's spoof check.
+// plugins' rules of the attachment and the owner's spoof check. With
+// iptables-nft all of it is one netlink transaction; otherwise one
+// iptables-restore per family that has chains of the owner.
 func (b *iptBackend) Remove(ctx context.Context, o Owner) error {
+	if b.nft {
+		if err := b.removeNL(ctx, o); err == nil {
+			return nil
+		}
+		// Something changed under us: the universal path below.
+	}
 	var errs []error
 	for _, v4 := range []bool{true, false} {
 		errs = append(errs, b.removeFamily(ctx, o, iptFor(v4)))
 	}
 	errs = append(errs, b.spoof.Remove(ctx, o)) // also the reference plugins' rules
 	return errors.Join(errs...)
+}
+
+func (b *iptBackend) removeNL(ctx context.Context, o Owner) error {
+	conn, err := dialNL()
+	if err != nil {
+		return types.Errorf(types.ErrIO, "%w", err)
+	}
+	defer conn.close()
+	batch := &nlBatch{}
+	for _, v4 := range []bool{true, false} {
+		if err := iptFor(v4).removeNL(conn, o, batch); err != nil {
+			return types.Errorf(types.ErrIO, "%s: %w", o, err)
+		}
+	}
+	return b.spoof.removeWith(ctx, conn, o, batch)
 }
 
 func (b *iptBackend) removeFamily(ctx context.Context, o Owner, t ipt) error {

@@ -140,6 +140,12 @@ func (b *nftBackend) Remove(ctx context.Context, o Owner) error {
 		return types.Errorf(types.ErrIO, "%w", err)
 	}
 	defer conn.close()
+	return b.removeWith(ctx, conn, o, nil)
+}
+
+// removeWith is Remove on conn; the messages of extra (another backend's
+// deletions) join the same transaction.
+func (b *nftBackend) removeWith(ctx context.Context, conn *nlConn, o Owner, extra *nlBatch) error {
 	existing, err := conn.readChains(nftOwnerChains(o))
 	if err != nil {
 		return err
@@ -147,18 +153,19 @@ func (b *nftBackend) Remove(ctx context.Context, o Owner) error {
 	if err := nftDropOrphanElems(existing); err != nil {
 		return err
 	}
-	own := &nlBatch{}
-	for _, e := range existing {
-		own.removeChain(e, false)
+	all := &nlBatch{}
+	if extra != nil {
+		all.msgs, all.err = append(all.msgs, extra.msgs...), extra.err
 	}
-	ref := &nlBatch{}
-	refErr := removeReference(ctx, conn, o, ref)
-	all := &nlBatch{msgs: append(append([]netlink.Message{}, own.msgs...), ref.msgs...), err: errors.Join(own.err, ref.err)}
+	for _, e := range existing {
+		all.removeChain(e, false)
+	}
+	refErr := removeReference(ctx, conn, o, all)
 	if err := conn.apply(all); err == nil {
 		return refErr
 	}
-	// An element or a reference rule went away behind our back: the safe
-	// form of our own part, then the reference part again.
+	// An element or a rule went away behind our back: the safe form of
+	// our own part, then the rest again.
 	safe := &nlBatch{}
 	for _, e := range existing {
 		safe.removeChain(e, true)
@@ -167,9 +174,14 @@ func (b *nftBackend) Remove(ctx context.Context, o Owner) error {
 	if err := conn.apply(safe); err != nil {
 		errs = append(errs, types.Errorf(types.ErrIO, "%s: %w", o, err))
 	}
-	ref = &nlBatch{}
-	errs = append(errs, removeReference(ctx, conn, o, ref))
-	errs = append(errs, conn.apply(ref))
+	rest := &nlBatch{}
+	if extra != nil {
+		rest.msgs, rest.err = extra.msgs, extra.err
+	}
+	errs = append(errs, removeReference(ctx, conn, o, rest))
+	if err := conn.apply(rest); err != nil {
+		errs = append(errs, types.Errorf(types.ErrIO, "%s: %w", o, err))
+	}
 	return errors.Join(errs...)
 }
 

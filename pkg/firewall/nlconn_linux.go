@@ -20,21 +20,131 @@ const nlTimeout = 5 * time.Second
 // release of the deleted objects (an RCU grace period: nft_rcv_nl_event
 // flushes the nf_tables destroy work). One socket per call pays that wait
 // once, at exit, instead of after every request.
+//
+// The socket is a plain blocking one read with a buffer of 64 KiB: the
+// kernel then fills each dump message up to 32 KiB, so listing a chain of
+// a thousand rules takes a handful of system calls.
 type nlConn struct {
-	c *netlink.Conn
+	fd  int
+	seq uint32
+	buf []byte
 }
 
 func dialNL() (*nlConn, error) {
-	c, err := netlink.Dial(unix.NETLINK_NETFILTER, nil)
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
 	if err != nil {
 		return nil, fmt.Errorf("netlink to nftables: %w", err)
 	}
-	return &nlConn{c: c}, nil
+	tv := unix.NsecToTimeval(nlTimeout.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("netlink to nftables: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("netlink to nftables: %w", err)
+	}
+	return &nlConn{fd: fd, seq: uint32(time.Now().UnixNano()), buf: make([]byte, 64<<10)}, nil
 }
 
 func (n *nlConn) close() {
-	if n != nil && n.c != nil {
-		_ = n.c.Close()
+	if n != nil && n.fd > 0 {
+		unix.Close(n.fd)
+		n.fd = -1
+	}
+}
+
+// send writes messages in one datagram, numbering them; it returns the
+// first sequence number.
+func (n *nlConn) send(msgs []netlink.Message) (uint32, error) {
+	first := n.seq + 1
+	var out []byte
+	for _, m := range msgs {
+		n.seq++
+		m.Header.Sequence = n.seq
+		m.Header.Length = uint32(16 + len(m.Data))
+		b, err := m.MarshalBinary()
+		if err != nil {
+			return 0, err
+		}
+		out = append(out, b...)
+	}
+	if err := unix.Sendto(n.fd, out, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return 0, fmt.Errorf("netlink send: %w", err)
+	}
+	return first, nil
+}
+
+// recv reads one datagram and returns its messages.
+func (n *nlConn) recv() ([]netlink.Message, error) {
+	for {
+		nr, _, err := unix.Recvfrom(n.fd, n.buf, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("netlink receive: %w", err)
+		}
+		var out []netlink.Message
+		for b := n.buf[:nr]; len(b) >= 16; {
+			l := int(binary.NativeEndian.Uint32(b[:4]))
+			if l < 16 || l > len(b) {
+				return nil, fmt.Errorf("netlink receive: bad message length %d", l)
+			}
+			var m netlink.Message
+			if err := m.UnmarshalBinary(b[:l]); err != nil {
+				return nil, err
+			}
+			m.Data = append([]byte(nil), m.Data...)
+			out = append(out, m)
+			b = b[(l+3)&^3:]
+		}
+		return out, nil
+	}
+}
+
+// errno returns the error an NLMSG_ERROR message carries (nil for an ack).
+func errno(m netlink.Message) error {
+	if len(m.Data) < 4 {
+		return fmt.Errorf("netlink: short error message")
+	}
+	if c := int32(binary.NativeEndian.Uint32(m.Data[:4])); c != 0 {
+		return unix.Errno(-c)
+	}
+	return nil
+}
+
+// execute sends one request and collects its answers: the messages of a
+// dump up to NLMSG_DONE, or the one reply, or the kernel's error.
+func (n *nlConn) execute(m netlink.Message) ([]netlink.Message, error) {
+	seq, err := n.send([]netlink.Message{m})
+	if err != nil {
+		return nil, err
+	}
+	var out []netlink.Message
+	for {
+		msgs, err := n.recv()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range msgs {
+			if r.Header.Sequence != seq {
+				continue // a late answer to an earlier request
+			}
+			switch r.Header.Type {
+			case netlink.Error:
+				if err := errno(r); err != nil {
+					return nil, err
+				}
+				return out, nil
+			case netlink.Done:
+				return out, nil
+			}
+			out = append(out, r)
+			if r.Header.Flags&netlink.Multi == 0 {
+				return out, nil
+			}
+		}
 	}
 }
 
@@ -55,13 +165,6 @@ func encodeAttrs(fn func(ae *netlink.AttributeEncoder)) []byte {
 		panic(fmt.Sprintf("encoding netlink attributes: %v", err))
 	}
 	return b
-}
-
-func (n *nlConn) execute(m netlink.Message) ([]netlink.Message, error) {
-	if err := n.c.SetDeadline(time.Now().Add(nlTimeout)); err != nil {
-		return nil, err
-	}
-	return n.c.Execute(m)
 }
 
 // chainExists asks for one chain by name.
@@ -132,36 +235,32 @@ func (n *nlConn) apply(b *nlBatch) error {
 	}
 	end := begin
 	end.Header.Type = netlink.HeaderType(unix.NFNL_MSG_BATCH_END)
-	msgs := append(append([]netlink.Message{begin}, b.msgs...), end)
-	if err := n.c.SetDeadline(time.Now().Add(nlTimeout)); err != nil {
-		return err
-	}
-	if _, err := n.c.SendMessages(msgs); err != nil {
+	first, err := n.send(append(append([]netlink.Message{begin}, b.msgs...), end))
+	if err != nil {
 		return fmt.Errorf("sending nftables transaction: %w", err)
 	}
+	// Messages first+1 … first+len(b.msgs) each get an ack or an error.
 	var errs []error
 	for acked := 0; acked < len(b.msgs); {
-		replies, err := n.c.Receive()
+		msgs, err := n.recv()
 		if err != nil {
-			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.ETIMEDOUT) || isTimeout(err) {
-				errs = append(errs, fmt.Errorf("waiting for the kernel: %w", err))
-				break
-			}
-			errs = append(errs, err)
-			acked++
-			continue
+			errs = append(errs, fmt.Errorf("waiting for the kernel: %w", err))
+			break
 		}
-		acked += len(replies)
+		for _, m := range msgs {
+			if m.Header.Type != netlink.Error || m.Header.Sequence <= first || m.Header.Sequence > first+uint32(len(b.msgs)) {
+				continue
+			}
+			acked++
+			if err := errno(m); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("nftables transaction of %d messages: %w", len(b.msgs), errors.Join(errs...))
 	}
 	return nil
-}
-
-func isTimeout(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
 }
 
 // listRules is rules on a socket of its own.

@@ -29,7 +29,7 @@ func (linuxHost) EnableLocalnet(ip net.IP) error {
 	if err != nil {
 		return fmt.Errorf("link of route to %s: %w", ip, err)
 	}
-	return sysctl.Set("net/ipv4/conf/"+link.Attrs().Name+"/route_localnet", "1")
+	return sysctl.Default.Ensure("net/ipv4/conf/"+link.Attrs().Name+"/route_localnet", "1")
 }
 
 // FlushUDP deletes UDP conntrack entries by original destination port,

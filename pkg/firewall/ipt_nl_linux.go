@@ -1,0 +1,172 @@
+package firewall
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// With iptables-nft, iptables chains are nftables chains of the tables
+// ip nat and ip6 nat, and rules carry their "-m comment" text in an xt
+// match. The backend then reads them over netlink (no iptables -S fork,
+// nothing that translates every rule of a built-in chain) and deletes by
+// rule handle; only writing goes through iptables-restore, whose rules
+// iptables -S must be able to print back.
+
+// iptablesIsNFT reports whether the iptables binary is the nf_tables
+// variant (xtables-nft-multi). A wrapper script or anything unknown counts
+// as legacy, which takes the slower but universal path.
+func iptablesIsNFT(cmd string) bool {
+	path, err := exec.LookPath(cmd)
+	if err != nil {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false
+	}
+	return strings.HasPrefix(filepath.Base(real), "xtables-nft")
+}
+
+// natTable returns the nftables table behind the family's nat table.
+func (t ipt) natTable() nftTable {
+	if t.cmd == "ip6tables" {
+		return nftTable{"ip6", "nat"}
+	}
+	return nftTable{"ip", "nat"}
+}
+
+func (t ipt) nfproto() byte {
+	if t.cmd == "ip6tables" {
+		return unix.NFPROTO_IPV6
+	}
+	return unix.NFPROTO_IPV4
+}
+
+// presentNL returns the chains among names that exist in the family's nat
+// table, with the comments of their rules.
+func (t ipt) presentNL(conn *nlConn, names []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, c := range names {
+		ok, err := conn.chainExists(t.nfproto(), "nat", c)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		rules, err := conn.rules(t.nfproto(), "nat", c)
+		if err != nil {
+			return nil, err
+		}
+		comments := []string{}
+		for _, r := range rules {
+			comments = append(comments, r.comment)
+		}
+		out[c] = comments
+	}
+	return out, nil
+}
+
+// iptParents are the built-in chains that jump to owner chains.
+var iptParents = []string{"PREROUTING", "OUTPUT", "POSTROUTING"}
+
+// parentRules dumps the built-in chains once per call.
+type parentRules map[string][]nlRule
+
+func (t ipt) parents(conn *nlConn) (parentRules, error) {
+	out := parentRules{}
+	for _, p := range iptParents {
+		rules, err := conn.rules(t.nfproto(), "nat", p)
+		if err != nil {
+			return nil, err
+		}
+		out[p] = rules
+	}
+	return out, nil
+}
+
+// removeNL adds to batch the deletion of the owner chains that exist in
+// the family (every jump to them, by handle, then the chains).
+func (t ipt) removeNL(conn *nlConn, o Owner, batch *nlBatch) error {
+	present, err := t.presentNL(conn, iptOwnerChains(o))
+	if err != nil || len(present) == 0 {
+		return err
+	}
+	parents, err := t.parents(conn)
+	if err != nil {
+		return err
+	}
+	for _, p := range iptParents {
+		for _, r := range parents[p] {
+			if _, ok := present[r.jump]; ok {
+				batch.delRule(t.natTable(), p, r.handle)
+			}
+		}
+	}
+	for chain := range sortedChains(present) {
+		batch.flushChain(t.natTable(), chain)
+	}
+	for chain := range sortedChains(present) {
+		batch.delChain(t.natTable(), chain)
+	}
+	return nil
+}
+
+// inPlaceNL reports whether the family already holds exactly the desired
+// owner chains (by their rules' digest comments) and their jumps, and no
+// other owner chain: then Ensure has nothing to write. It also reports
+// whether the owner has any chain in the family.
+func (t ipt) inPlaceNL(conn *nlConn, o Owner, desired []iptUnit) (done, any bool, err error) {
+	present, err := t.presentNL(conn, iptOwnerChains(o))
+	if err != nil {
+		return false, false, err
+	}
+	if len(present) != len(desired) {
+		return false, len(present) > 0, nil
+	}
+	if len(desired) == 0 {
+		return true, false, nil
+	}
+	parents, err := t.parents(conn)
+	if err != nil {
+		return false, true, err
+	}
+	return unitsMatch(o, desired, present, parents), true, nil
+}
+
+// unitsMatch compares desired chains with the comments read back, and
+// checks that each of their jumps is in its parent.
+func unitsMatch(o Owner, desired []iptUnit, present map[string][]string, parents parentRules) bool {
+	for _, u := range desired {
+		got, ok := present[u.chain]
+		if !ok || len(got) != len(u.rules) {
+			return false
+		}
+		for i, r := range u.rules {
+			if got[i] != iptRuleComment(r) {
+				return false
+			}
+		}
+		for _, e := range iptEntries(o, u.chain, u.rules) {
+			if !hasEntry(parents[e.parent], e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hasEntry finds an entry by its comment and target, whatever its handle.
+func hasEntry(rules []nlRule, e iptEntry) bool {
+	tag := strings.SplitN(e.spec, `"`, 3)[1]
+	target := e.spec[strings.LastIndex(e.spec, " ")+1:]
+	for _, r := range rules {
+		if r.comment == tag && r.jump == target {
+			return true
+		}
+	}
+	return false
+}
