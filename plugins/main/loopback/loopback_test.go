@@ -53,7 +53,7 @@ func TestLoopbackThroughLibcni(t *testing.T) {
 				t.Fatal("after ADD, lo is down")
 			}
 			checkLoResult(t, v, res)
-			checkVerbs(t, ctx, rt, list, conf, v)
+			checkVerbs(t, rt, list, conf)
 			if err := rt.DelNetworkList(ctx, list, conf); err != nil {
 				t.Fatalf("DEL: %v", err)
 			}
@@ -82,8 +82,9 @@ func checkLoResult(t *testing.T, v string, res cnitypes.Result) {
 	}
 }
 
-func checkVerbs(t *testing.T, ctx context.Context, rt *libcni.CNIConfig, list *libcni.NetworkConfigList, conf *libcni.RuntimeConf, v string) {
+func checkVerbs(t *testing.T, rt *libcni.CNIConfig, list *libcni.NetworkConfigList, conf *libcni.RuntimeConf) {
 	t.Helper()
+	ctx, v := context.Background(), list.CNIVersion
 	if version.AtLeast(v, version.MinCheck) {
 		if err := rt.CheckNetworkList(ctx, list, conf); err != nil {
 			t.Errorf("CHECK: %v", err)
