@@ -84,7 +84,7 @@ func checkFamilyNL(conn *nlConn, o Owner, t ipt, desired []iptUnit) error {
 	if err != nil {
 		return types.Errorf(types.ErrIO, "%w", err)
 	}
-	parents, err := t.parents(conn)
+	parents, err := t.parents(conn, names)
 	if err != nil {
 		return types.Errorf(types.ErrIO, "%w", err)
 	}

@@ -73,12 +73,32 @@ func (t ipt) presentNL(conn *nlConn, names []string) (map[string][]string, error
 // iptParents are the built-in chains that jump to owner chains.
 var iptParents = []string{"PREROUTING", "OUTPUT", "POSTROUTING"}
 
-// parentRules dumps the built-in chains once per call.
+// parentsOf returns the built-in chains holding the jumps to the chains.
+func parentsOf(chains []string) []string {
+	need := map[string]bool{}
+	for _, c := range chains {
+		if strings.HasPrefix(c, iptPrefixDNAT) {
+			need["PREROUTING"], need["OUTPUT"] = true, true
+		} else {
+			need["POSTROUTING"] = true
+		}
+	}
+	var out []string
+	for _, p := range iptParents {
+		if need[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parentRules holds the built-in chains a call dumped: each holds one
+// jump per attachment, so they are the one read that grows with the node.
 type parentRules map[string][]nlRule
 
-func (t ipt) parents(conn *nlConn) (parentRules, error) {
+func (t ipt) parents(conn *nlConn, chains []string) (parentRules, error) {
 	out := parentRules{}
-	for _, p := range iptParents {
+	for _, p := range parentsOf(chains) {
 		rules, err := conn.rules(t.nfproto(), "nat", p)
 		if err != nil {
 			return nil, err
@@ -88,6 +108,14 @@ func (t ipt) parents(conn *nlConn) (parentRules, error) {
 	return out, nil
 }
 
+func keys(m map[string][]string) []string {
+	var out []string
+	for k := range sortedChains(m) {
+		out = append(out, k)
+	}
+	return out
+}
+
 // removeNL adds to batch the deletion of the owner chains that exist in
 // the family (every jump to them, by handle, then the chains).
 func (t ipt) removeNL(conn *nlConn, o Owner, batch *nlBatch) error {
@@ -95,7 +123,7 @@ func (t ipt) removeNL(conn *nlConn, o Owner, batch *nlBatch) error {
 	if err != nil || len(present) == 0 {
 		return err
 	}
-	parents, err := t.parents(conn)
+	parents, err := t.parents(conn, keys(present))
 	if err != nil {
 		return err
 	}
@@ -130,7 +158,7 @@ func (t ipt) inPlaceNL(conn *nlConn, o Owner, desired []iptUnit) (done, any bool
 	if len(desired) == 0 {
 		return true, false, nil
 	}
-	parents, err := t.parents(conn)
+	parents, err := t.parents(conn, keys(present))
 	if err != nil {
 		return false, true, err
 	}

@@ -19,6 +19,18 @@ type nlBatch struct {
 
 func (b *nlBatch) empty() bool { return len(b.msgs) == 0 }
 
+// deletes reports whether the batch deletes anything (rules, chains,
+// elements): committing it leaves work for the kernel's deferred release.
+func (b *nlBatch) deletes() bool {
+	for _, m := range b.msgs {
+		switch int(m.Header.Type) & 0xff {
+		case unix.NFT_MSG_DELRULE, unix.NFT_MSG_DELCHAIN, unix.NFT_MSG_DELSETELEM, unix.NFT_MSG_DELSET, unix.NFT_MSG_DELTABLE:
+			return true
+		}
+	}
+	return false
+}
+
 func (b *nlBatch) push(msg int, flags netlink.HeaderFlags, t nftTable, data []byte) {
 	b.msgs = append(b.msgs, netlink.Message{
 		Header: netlink.Header{Type: nftMsgType(msg), Flags: netlink.Request | netlink.Acknowledge | flags},

@@ -25,9 +25,10 @@ const nlTimeout = 5 * time.Second
 // kernel then fills each dump message up to 32 KiB, so listing a chain of
 // a thousand rules takes a handful of system calls.
 type nlConn struct {
-	fd  int
-	seq uint32
-	buf []byte
+	fd      int
+	seq     uint32
+	buf     []byte
+	deleted bool // a transaction on this socket deleted something
 }
 
 func dialNL() (*nlConn, error) {
@@ -47,11 +48,16 @@ func dialNL() (*nlConn, error) {
 	return &nlConn{fd: fd, seq: uint32(time.Now().UnixNano()), buf: make([]byte, 64<<10)}, nil
 }
 
+// close closes the socket; after a deletion, without waiting for the
+// kernel to free what was deleted (see linger_linux.go).
 func (n *nlConn) close() {
-	if n != nil && n.fd > 0 {
-		unix.Close(n.fd)
-		n.fd = -1
+	if n == nil || n.fd < 0 {
+		return
 	}
+	if !n.deleted || !closeDetached(n.fd) {
+		unix.Close(n.fd)
+	}
+	n.fd = -1
 }
 
 // send writes messages in one datagram, numbering them; it returns the
@@ -239,6 +245,7 @@ func (n *nlConn) apply(b *nlBatch) error {
 	if err != nil {
 		return fmt.Errorf("sending nftables transaction: %w", err)
 	}
+	n.deleted = n.deleted || b.deletes()
 	// Messages first+1 … first+len(b.msgs) each get an ack or an error.
 	var errs []error
 	for acked := 0; acked < len(b.msgs); {
