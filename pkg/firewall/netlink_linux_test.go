@@ -3,6 +3,7 @@ package firewall
 import (
 	"context"
 	"net"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -79,30 +80,57 @@ func assertSkeletonsIntact(t *testing.T, desired []nftChain) {
 }
 
 // TestEnsureTwiceDeletesNothing shows that a repeated Ensure of the same
-// rules leaves every rule in place (same handles): it deletes nothing.
+// rules leaves every rule in place (same handles): it deletes nothing, on
+// every path (netlink; nft -f for spoof checks; iptables-nft).
 func TestEnsureTwiceDeletesNothing(t *testing.T) {
 	sandbox.Require(t)
 	ctx := context.Background()
-	inNS(t, func() {
-		b := newNFTables()
-		r := portRules(t, func(*PortMaps) {})
-		for i := 0; i < 2; i++ {
-			if err := b.Ensure(ctx, portOwner, r); err != nil {
-				t.Fatalf("Ensure #%d: %v", i, err)
-			}
-		}
-		first := ruleset(t)
-		if err := b.Ensure(ctx, portOwner, r); err != nil {
-			t.Fatalf("Ensure #3: %v", err)
-		}
-		if again := ruleset(t); again != first {
-			t.Errorf("a repeated Ensure rewrote rules:\n--- before\n%s\n--- after\n%s", first, again)
-		}
-		if err := b.Remove(ctx, portOwner); err != nil {
-			t.Fatalf("Remove: %v", err)
-		}
-		assertNoOwnerRules(t)
-	})
+	tests := []struct {
+		name  string
+		kind  string
+		owner Owner
+		rules Rules
+	}{
+		{"nftables_portmap", KindNFTables, portOwner, portRules(t, func(*PortMaps) {})},
+		{"nftables_bridge_spoofcheck", KindNFTables, bridgeOwner, bridgeRules(t)},
+		{"iptables_portmap", KindIPTables, portOwner, portRules(t, func(*PortMaps) {})},
+		{"iptables_bridge", KindIPTables, bridgeOwner, bridgeRules(t)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			inNS(t, func() {
+				b, err := New(ctx, tc.kind)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < 2; i++ {
+					if err := b.Ensure(ctx, tc.owner, tc.rules); err != nil {
+						t.Fatalf("Ensure #%d: %v", i, err)
+					}
+				}
+				first := rulesetHandles(t)
+				if err := b.Ensure(ctx, tc.owner, tc.rules); err != nil {
+					t.Fatalf("Ensure #3: %v", err)
+				}
+				if again := rulesetHandles(t); again != first {
+					t.Errorf("a repeated Ensure rewrote rules:\n--- before\n%s\n--- after\n%s", first, again)
+				}
+				if err := b.Remove(ctx, tc.owner); err != nil {
+					t.Fatalf("Remove: %v", err)
+				}
+				assertNoOwnerRules(t)
+			})
+		})
+	}
+}
+
+func rulesetHandles(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("nft", "-a", "list", "ruleset").CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft -a list ruleset: %v: %s", err, out)
+	}
+	return string(out)
 }
 
 // TestElemKeys checks the key encoding of each map against nft's.

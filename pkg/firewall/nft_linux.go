@@ -112,13 +112,24 @@ func (b *nftBackend) ensureGuard() error {
 // ensureScript is Ensure through nft -f -, for rules with user conditions
 // or spoof checks, whose kernel form only nft builds.
 func (b *nftBackend) ensureScript(ctx context.Context, o Owner, desired []nftChain, skels []nftSkel) error {
-	existing, err := nftRead(nftOwnerChains(o))
+	conn, err := dialNL()
+	if err != nil {
+		return types.Errorf(types.ErrIO, "%w", err)
+	}
+	existing, err := conn.readChains(nftOwnerChains(o))
+	intact := map[nftTable]bool{} // non-nil: identical chains keep their rules
+	for _, s := range skels {
+		if err == nil {
+			intact[s.table], err = conn.skeletonIntact(s)
+		}
+	}
+	conn.close()
 	if err != nil {
 		return err
 	}
-	script := nftEnsureScript(desired, existing)
+	script := nftEnsureScriptSkipping(desired, existing, intact)
 	for _, s := range skels {
-		if s.table == localnetGuardT {
+		if s.table == localnetGuardT && !intact[s.table] {
 			script += strings.Join(s.lines(), "\n") + "\n"
 		}
 	}
@@ -253,16 +264,6 @@ func desiredRefs(cs []nftChain) []nftChain {
 		out[i] = nftChain{table: c.table, name: c.name}
 	}
 	return out
-}
-
-// nftRead fetches the rule comments of the named chains that exist.
-func nftRead(chains []nftChain) ([]nftExisting, error) {
-	conn, err := dialNL()
-	if err != nil {
-		return nil, types.Errorf(types.ErrIO, "%w", err)
-	}
-	defer conn.close()
-	return conn.readChains(chains)
 }
 
 // nftDropOrphanElems deletes, over netlink, the map elements leading to

@@ -162,15 +162,6 @@ func (b *nlBatch) removeChain(e nftExisting, safe bool) {
 	b.delChain(e.table, e.name)
 }
 
-// comments returns the comments the chain's rules carry, in order.
-func (c nftChain) comments() []string {
-	out := make([]string, len(c.rules))
-	for i, r := range c.rules {
-		out[i] = r.comment()
-	}
-	return out
-}
-
 // isConflict reports whether a transaction failed because a map element
 // exists with another verdict (another owner's).
 func isConflict(err error) bool { return errors.Is(err, unix.EEXIST) }

@@ -2,6 +2,7 @@ package firewall
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -16,6 +17,16 @@ type nftExisting struct {
 func (e nftExisting) id() string { return e.table.String() + " " + e.name }
 
 func (c nftChain) id() string { return c.table.String() + " " + c.name }
+
+// comments returns the comments the chain's rules carry, in order.
+func (c nftChain) comments() []string {
+	out := make([]string, len(c.rules))
+	for i, r := range c.rules {
+		out[i] = r.comment()
+	}
+	return out
+}
+
 
 // elems returns the distinct map elements the existing chain's rules name.
 func (e nftExisting) elems() []nftElem {
@@ -48,10 +59,17 @@ func (c nftChain) elems() []nftElem {
 // in place (flush + add inside the same transaction, so no packet sees a
 // gap), stale map elements and chains deleted.
 func nftEnsureScript(desired []nftChain, existing []nftExisting) string {
+	return nftEnsureScriptSkipping(desired, existing, nil)
+}
+
+// nftEnsureScriptSkipping is nftEnsureScript without the skeletons of the
+// tables in intact, and with only the map elements of a chain that already
+// holds exactly its rules: so that repeating it deletes nothing.
+func nftEnsureScriptSkipping(desired []nftChain, existing []nftExisting, intact map[nftTable]bool) string {
 	var b strings.Builder
 	seenTable := map[nftTable]bool{}
 	for _, c := range desired {
-		if !seenTable[c.table] {
+		if !seenTable[c.table] && !intact[c.table] {
 			seenTable[c.table] = true
 			writeLines(&b, nftSkeleton(c.table).lines())
 		}
@@ -76,8 +94,16 @@ func nftEnsureScript(desired []nftChain, existing []nftExisting) string {
 			}
 		}
 	}
+	have := map[string][]string{}
+	for _, e := range existing {
+		have[e.id()] = e.comments
+	}
 	for _, c := range desired {
-		writeLines(&b, nftWriteChain(c))
+		lines := nftWriteChain(c)
+		if got, ok := have[c.id()]; ok && intact != nil && slices.Equal(got, c.comments()) {
+			lines = lines[2+len(c.rules):] // the elements only
+		}
+		writeLines(&b, lines)
 	}
 	return b.String()
 }
