@@ -27,7 +27,6 @@ func (c nftChain) comments() []string {
 	return out
 }
 
-
 // elems returns the distinct map elements the existing chain's rules name.
 func (e nftExisting) elems() []nftElem {
 	var out []nftElem
