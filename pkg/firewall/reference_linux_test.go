@@ -1,0 +1,163 @@
+package firewall
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"cnisuite/test/sandbox"
+)
+
+// refState is what a reference plugin writes for one attachment: an
+// iptables-restore payload or an nft script, per container.
+type refState struct {
+	name   string
+	owner  Owner
+	ipt    func(cid string) string // iptables-restore lines, without *nat/COMMIT
+	nft    func(cid string) string // nft script
+	shared []string                // what must stay: the reference's shared chains
+}
+
+func refCases() []refState {
+	o1 := func(p string) Owner { return Owner{Plugin: p, Network: "net1", ContainerID: "ctr1", IfName: "eth0"} }
+	dn := func(cid string) string { return refDNChain(Owner{Network: "net1", ContainerID: cid}) }
+	mq := func(cid string) string { return refMasqChain(Owner{Network: "net1", ContainerID: cid}) }
+	port := map[string]string{"ctr1": "8080", "ctr2": "8081"}
+	ip := map[string]string{"ctr1": "10.22.0.2", "ctr2": "10.22.0.3"}
+	return []refState{
+		{name: "portmap_iptables", owner: o1(PluginPortmap), shared: []string{"CNI-HOSTPORT-DNAT"},
+			ipt: func(cid string) string {
+				return fmt.Sprintf(`:%[1]s - [0:0]
+-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \"net1\" id: \"%[2]s\"" -m multiport --dports %[3]s -j %[1]s
+-A %[1]s -p tcp -m tcp --dport %[3]s -j DNAT --to-destination %[4]s:80
+`, dn(cid), cid, port[cid], ip[cid])
+			}},
+		{name: "portmap_nftables", owner: o1(PluginPortmap), shared: []string{"table ip cni_hostport"},
+			nft: func(cid string) string {
+				return fmt.Sprintf(`add rule ip cni_hostport hostports tcp dport %[2]s dnat to %[3]s:80 comment "%[1]s"
+add rule ip cni_hostport masquerading ip saddr %[3]s ip daddr %[3]s masquerade comment "%[1]s"
+add rule ip cni_hostport masquerading ip saddr 127.0.0.1 ip daddr %[3]s masquerade comment "%[1]s"
+`, cid, port[cid], ip[cid])
+			}},
+		{name: "bridge_iptables", owner: o1(PluginBridge), shared: []string{"POSTROUTING"},
+			ipt: func(cid string) string {
+				c := fmt.Sprintf(`-m comment --comment "name: \"net1\" id: \"%s\""`, cid)
+				return fmt.Sprintf(`:%[1]s - [0:0]
+-A POSTROUTING -s %[2]s/32 %[3]s -j %[1]s
+-A %[1]s -d 10.22.0.0/24 %[3]s -j ACCEPT
+-A %[1]s ! -d 224.0.0.0/4 %[3]s -j MASQUERADE
+`, mq(cid), ip[cid], c)
+			}},
+		{name: "bridge_nftables", owner: o1(PluginBridge), shared: []string{"chain masq_checks"},
+			nft: func(cid string) string {
+				c := refHash16("net1") + "-" + refHash16("eth0:"+cid) + ", net: net1, if: eth0, id: " + cid
+				return fmt.Sprintf("add rule inet cni_plugins_masquerade masq_checks ip saddr %s ip daddr != 10.22.0.0/24 masquerade comment %q\n", ip[cid], c)
+			}},
+		{name: "bridge_spoofcheck", owner: o1(PluginBridge), shared: []string{"table bridge nat"},
+			nft: func(cid string) string {
+				ch := "cni-br-iface-" + cid + "-eth0"
+				c := fmt.Sprintf("comment %q", "macspoofchk-"+cid+"-eth0")
+				return fmt.Sprintf(`add chain bridge nat %[1]s
+add chain bridge nat %[1]s-mac
+add rule bridge nat PREROUTING iifname "veth-%[3]s" jump %[1]s %[2]s
+add rule bridge nat %[1]s jump %[1]s-mac %[2]s
+add rule bridge nat %[1]s-mac ether saddr 0a:58:0a:16:00:02 return %[2]s
+add rule bridge nat %[1]s-mac drop %[2]s
+`, ch, c, cid)
+			}},
+	}
+}
+
+// refBase is the reference plugins' shared state the per-attachment rules
+// hang from.
+const refBaseNFT = `add table ip cni_hostport
+add chain ip cni_hostport hostports
+add chain ip cni_hostport hostip_hostports
+add chain ip cni_hostport prerouting { type nat hook prerouting priority dstnat; policy accept; }
+add rule ip cni_hostport prerouting fib daddr type local jump hostports
+add chain ip cni_hostport masquerading { type nat hook postrouting priority srcnat; policy accept; }
+add table inet cni_plugins_masquerade
+add chain inet cni_plugins_masquerade masq_checks
+add chain inet cni_plugins_masquerade postrouting { type nat hook postrouting priority srcnat; policy accept; }
+add rule inet cni_plugins_masquerade postrouting goto masq_checks
+add table bridge nat
+add chain bridge nat PREROUTING { type filter hook prerouting priority -300; policy accept; }
+`
+
+const refBaseIPT = `:CNI-HOSTPORT-DNAT - [0:0]
+-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT
+-A OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT
+`
+
+// TestRemoveDeletesReferenceRules writes, by hand, what the reference
+// plugins write for two attachments (ctr1, ctr2), then removes ctr1 with
+// each backend: everything of ctr1 must be gone, ctr2 and the reference's
+// shared chains untouched.
+func TestRemoveDeletesReferenceRules(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	for _, tc := range refCases() {
+		for _, kind := range []string{KindNFTables, KindIPTables} {
+			t.Run(tc.name+"/"+kind, func(t *testing.T) {
+				inNS(t, func() {
+					writeReference(t, tc)
+					gone := []string{"ctr1", refDNChain(tc.owner), refMasqChain(tc.owner)}
+					before := refListing(t, tc)
+					if !strings.Contains(before, "ctr1") && !strings.Contains(before, refDNChain(tc.owner)) &&
+						!strings.Contains(before, refMasqChain(tc.owner)) {
+						t.Fatalf("setup wrote nothing of ctr1:\n%s", before)
+					}
+					b, err := New(ctx, kind)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := b.Remove(ctx, tc.owner); err != nil {
+						t.Fatalf("Remove: %v", err)
+					}
+					after := refListing(t, tc)
+					for _, g := range gone {
+						if strings.Contains(after, g) {
+							t.Errorf("after Remove, the ruleset still holds %q:\n%s", g, after)
+						}
+					}
+					for _, k := range append([]string{"ctr2"}, tc.shared...) {
+						if !strings.Contains(after, k) {
+							t.Errorf("Remove took %q along:\n%s", k, after)
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+func writeReference(t *testing.T, tc refState) {
+	t.Helper()
+	if tc.nft != nil {
+		script := refBaseNFT + tc.nft("ctr1") + tc.nft("ctr2")
+		if err := runNFT(context.Background(), "nft", script); err != nil {
+			t.Fatalf("writing the reference's nftables rules: %v\n%s", err, script)
+		}
+		return
+	}
+	payload := "*nat\n" + refBaseIPT + tc.ipt("ctr1") + tc.ipt("ctr2") + "COMMIT\n"
+	if err := iptFor(true).restore(context.Background(), payload); err != nil {
+		t.Fatalf("writing the reference's iptables rules: %v\n%s", err, payload)
+	}
+}
+
+// refListing is what the reference's tool shows: iptables -S (nft does not
+// print the comments of iptables-nft rules), or nft list ruleset.
+func refListing(t *testing.T, tc refState) string {
+	t.Helper()
+	if tc.nft != nil {
+		return listing(t)
+	}
+	out, err := exec.Command("iptables", "-t", "nat", "-S").CombinedOutput()
+	if err != nil {
+		t.Fatalf("iptables -S: %v: %s", err, out)
+	}
+	return string(out)
+}
