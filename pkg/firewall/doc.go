@@ -23,9 +23,23 @@
 // followed by 8 hex of the network hash and 16 of the owner hash). Each
 // owner rule's comment holds a digest of the rule and the map element it
 // needs ("cnisuite <digest> <map>:<key>"): Remove reads the owner's chains
-// over netlink, deletes those elements and the chains, in one `nft -f -`
-// transaction. A key held by another owner (the same host port, source
-// address or interface) makes Ensure fail with ErrConflict.
+// over netlink and deletes those elements and the chains. A key held by
+// another owner (the same host port, source address or interface) makes
+// Ensure fail with ErrConflict.
+//
+// Every call reads and writes over one netfilter netlink socket, and each
+// transaction is one netlink batch (nlbatch_linux.go builds the same
+// messages nft would, nft_exprs.go the same expressions; a test proves both
+// list identically). Only rules nft alone can build (user conditions, spoof
+// checks) still go through `nft -f -`. The fixed part of a table (maps,
+// base chains and their rules) is written only when a read shows it is not
+// intact, and an owner chain already holding its rules is left alone, so
+// an ADD, fresh or repeated, deletes nothing. That matters: a transaction
+// that deletes makes the next close of a netfilter socket wait for an RCU
+// grace period (the kernel frees deleted objects after it). DEL cannot
+// avoid deleting, so its socket is handed to a short-lived helper process
+// that sits out the wait (linger_linux.go): the deletions are committed
+// when Remove returns.
 //
 // Only traffic addressed to the node reaches the port maps (prerouting and
 // output jump to them behind "fib daddr type local"). Hairpin and localhost
@@ -39,11 +53,17 @@
 // CNIS-DN- (from PREROUTING and OUTPUT behind "-m addrtype --dst-type
 // LOCAL") and CNIS-HM- (appended to POSTROUTING; masquerades packets
 // carrying the mark bit that CNIS-DN- sets, or nothing with an external
-// mark chain). Every call applies one `iptables-restore --noflush --wait`
-// payload per family; it reads only the owner's own chains
-// (`iptables -t nat -S <chain>`), except GC which reads `iptables-save -t
-// nat` once per family. Spoof checks are bridge-family rules and always go
-// through nftables.
+// mark chain). Writing is one `iptables-restore --noflush --wait` payload
+// per family that has something to write. With iptables-nft (the binary
+// resolves to xtables-nft-multi), reads go over netlink: the owner's own
+// chains, and for CHECK and DEL the built-in chains holding its jumps (the
+// one read that grows with the number of attachments); an ADD finding its
+// chains and jumps in place writes nothing; DEL deletes the jumps by rule
+// handle and the chains in one netlink transaction, with the spoof check
+// and the reference plugins' rules. With iptables-legacy every read is an
+// `iptables -t nat -S <chain>`. GC reads `iptables-save -t nat` once per
+// family. Spoof checks are bridge-family rules and always go through
+// nftables.
 //
 // # Rules of the reference plugins
 //

@@ -89,6 +89,19 @@ func (f *Fake) GC(_ context.Context, plugin, network string, keep []Owner) error
 	return nil
 }
 
+// Mapped returns the mappings recorded for the owner.
+func (f *Fake) Mapped(_ context.Context, o Owner) ([]PortMapping, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("mapped %s", o); err != nil {
+		return nil, err
+	}
+	if pm := f.state[o].PortMaps; pm != nil {
+		return append([]PortMapping{}, pm.Mappings...), nil
+	}
+	return nil, nil
+}
+
 // Usable returns Err.
 func (f *Fake) Usable(context.Context) error { return f.Err }
 

@@ -118,6 +118,13 @@ type Backend interface {
 	Usable(ctx context.Context) error
 }
 
+// MappingReader is implemented by the backends (and Fake): Mapped returns
+// the host ports an owner's rules forward, read from the rules themselves,
+// for a DEL whose runtime passes no portMappings.
+type MappingReader interface {
+	Mapped(ctx context.Context, o Owner) ([]PortMapping, error)
+}
+
 // ErrMissing is wrapped by Check when a rule is not in place.
 var ErrMissing = errors.New("firewall rule missing")
 

@@ -2,6 +2,7 @@ package firewall
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os/exec"
 	"regexp"
@@ -174,4 +175,40 @@ func hexBytes(t *testing.T, s string) []byte {
 		b[i] = v
 	}
 	return b
+}
+
+// TestMapped reads the host ports back from the rules of each backend.
+func TestMapped(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	r := portRules(t, func(p *PortMaps) {
+		p.Mappings = append(p.Mappings, PortMapping{HostPort: 9000, ContainerPort: 90, Protocol: "udp", HostIP: net.ParseIP("192.0.2.10")})
+	})
+	want := map[string]bool{"tcp 8080 <nil>": true, "udp 5353 <nil>": true, "udp 9000 192.0.2.10": true}
+	for _, kind := range []string{KindNFTables, KindIPTables} {
+		t.Run(kind, func(t *testing.T) {
+			inNS(t, func() {
+				b, _ := New(ctx, kind)
+				if err := b.Ensure(ctx, portOwner, r); err != nil {
+					t.Fatalf("Ensure: %v", err)
+				}
+				got, err := b.(MappingReader).Mapped(ctx, portOwner)
+				if err != nil {
+					t.Fatalf("Mapped: %v", err)
+				}
+				seen := map[string]bool{}
+				for _, m := range got {
+					k := fmt.Sprintf("%s %d %v", m.Protocol, m.HostPort, m.HostIP)
+					if !want[k] {
+						t.Errorf("Mapped returned %s, not a mapping of the rules", k)
+					}
+					seen[k] = true
+				}
+				if len(seen) != len(want) {
+					t.Errorf("Mapped = %v, want each of %v", got, want)
+				}
+				_ = b.Remove(ctx, portOwner)
+			})
+		})
+	}
 }

@@ -148,12 +148,17 @@ func TestVerbs(t *testing.T) {
 	if _, e := h.run(t, "CHECK", conf(changed)); e == nil {
 		t.Errorf("CHECK with other mappings succeeded, want an error")
 	}
-	// DEL without portMappings and without prevResult still removes.
+	// DEL without portMappings and without prevResult still removes, and
+	// flushes the UDP flows of the host ports the rules held.
+	h.host.flushed = nil
 	if _, e := h.run(t, "DEL", `{"cniVersion":"1.0.0","name":"net1","type":"portmap"}`); e != nil {
 		t.Fatalf("DEL: %+v", e)
 	}
 	if got := h.fw.Owners(); len(got) != 0 {
 		t.Errorf("after DEL, owners %v remain", got)
+	}
+	if got := strings.Join(h.host.flushed, "; "); got != "v4 [5353]; v6 [5353]" {
+		t.Errorf("DEL without portMappings flushed UDP %q, want %q", got, "v4 [5353]; v6 [5353]")
 	}
 	if _, e := h.run(t, "DEL", `{"cniVersion":"1.0.0","name":"net1","type":"portmap"}`); e != nil {
 		t.Errorf("second DEL: %+v", e)

@@ -93,7 +93,9 @@ func (p *plugin) flushUDP(a *skel.CmdArgs, ms []firewall.PortMapping, v4, v6 boo
 }
 
 // Del removes the attachment's rules, whatever the runtime passes: no
-// portMappings, no prevResult and no netns are all fine.
+// portMappings, no prevResult and no netns are all fine. UDP conntrack
+// entries of the host ports are flushed afterwards, the ports taken from
+// portMappings or, without them, from the rules being removed.
 func (p *plugin) Del(ctx context.Context, a *skel.CmdArgs) error {
 	c, err := Load(a.StdinData)
 	if err != nil {
@@ -103,10 +105,15 @@ func (p *plugin) Del(ctx context.Context, a *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	ms := c.mappings()
+	if mr, ok := be.(firewall.MappingReader); ok && len(ms) == 0 {
+		// The runtime passed no portMappings: the rules tell which host
+		// ports had UDP flows to flush.
+		ms, _ = mr.Mapped(ctx, owner(c, a))
+	}
 	if err := be.Remove(ctx, owner(c, a)); err != nil {
 		return err
 	}
-	ms := c.mappings()
 	p.flushUDP(a, ms, true, true)
 	return nil
 }
