@@ -212,3 +212,41 @@ func TestMapped(t *testing.T) {
 		})
 	}
 }
+
+// TestFreshEnsureDeletesNothing: the transaction of a first ADD, skeleton
+// included, deletes nothing (so closing its socket costs no RCU wait and
+// no helper process); a Remove's does.
+func TestFreshEnsureDeletesNothing(t *testing.T) {
+	sandbox.Require(t)
+	inNS(t, func() {
+		conn, err := dialNL()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.close()
+		r := portRules(t, func(*PortMaps) {})
+		desired := nftDesired(portOwner, r)
+		batch := &nlBatch{}
+		if err := conn.ensureSkeletons(batch, []nftSkel{nftSkeleton(nftPort4), nftSkeleton(nftPort6), nftLocalnetSkel()}); err != nil {
+			t.Fatal(err)
+		}
+		batch.ensureBatch(desired, nil, false)
+		if batch.deletes() {
+			t.Error("the first ADD's transaction counts as deleting")
+		}
+		if err := conn.apply(batch); err != nil {
+			t.Fatalf("apply: %v", err)
+		}
+		existing, err := conn.readChains(nftOwnerChains(portOwner))
+		if err != nil {
+			t.Fatal(err)
+		}
+		remove := &nlBatch{}
+		for _, e := range existing {
+			remove.removeChain(e, false)
+		}
+		if !remove.deletes() {
+			t.Error("a Remove's transaction does not count as deleting")
+		}
+	})
+}

@@ -166,7 +166,7 @@ func (b *nftBackend) removeWith(ctx context.Context, conn *nlConn, o Owner, extr
 	}
 	all := &nlBatch{}
 	if extra != nil {
-		all.msgs, all.err = append(all.msgs, extra.msgs...), extra.err
+		all.msgs, all.err, all.deleting = append(all.msgs, extra.msgs...), extra.err, extra.deleting
 	}
 	for _, e := range existing {
 		all.removeChain(e, false)
@@ -187,7 +187,7 @@ func (b *nftBackend) removeWith(ctx context.Context, conn *nlConn, o Owner, extr
 	}
 	rest := &nlBatch{}
 	if extra != nil {
-		rest.msgs, rest.err = extra.msgs, extra.err
+		rest.msgs, rest.err, rest.deleting = extra.msgs, extra.err, extra.deleting
 	}
 	errs = append(errs, removeReference(ctx, conn, o, rest))
 	if err := conn.apply(rest); err != nil {

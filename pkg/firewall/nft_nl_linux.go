@@ -55,27 +55,38 @@ func (n *nlConn) readChains(chains []nftChain) ([]nftExisting, error) {
 // (this backend over netlink, or nft -f -). A missing table or chain
 // reads as no rules.
 func (n *nlConn) skeletonIntact(s nftSkel) (bool, error) {
+	intact, _, err := n.readSkeleton(s)
+	return intact, err
+}
+
+// readSkeleton is skeletonIntact that also reports whether any fixed
+// chain holds rules (which rewriting the skeleton would delete).
+func (n *nlConn) readSkeleton(s nftSkel) (intact, hasRules bool, err error) {
 	fam := byte(familyOf[s.table.family])
+	intact = true
 	for _, c := range s.chains {
 		rules, err := n.rules(fam, s.table.name, c.name)
 		if err != nil {
-			return false, types.Errorf(types.ErrIO, "%w", err)
+			return false, false, types.Errorf(types.ErrIO, "%w", err)
 		}
+		hasRules = hasRules || len(rules) > 0
 		if len(rules) != len(c.rules) {
-			return false, nil
+			intact = false
+			continue
 		}
 		for i, r := range rules {
 			got, ok := parseExprs(fam, r.exprs)
 			if !ok || !reflect.DeepEqual(got, c.rules[i].exprs) {
-				return false, nil
+				intact = false
 			}
 		}
 	}
-	return true, nil
+	return intact, hasRules, nil
 }
 
-// writeSkeleton is nftSkel.lines over netlink.
-func (b *nlBatch) writeSkeleton(s nftSkel) {
+// writeSkeleton is nftSkel.lines over netlink; rewrite says whether the
+// fixed chains may hold rules already.
+func (b *nlBatch) writeSkeleton(s nftSkel, rewrite bool) {
 	b.addTable(s.table)
 	for _, m := range s.maps {
 		b.addMap(s.table, m)
@@ -84,7 +95,11 @@ func (b *nlBatch) writeSkeleton(s nftSkel) {
 		b.addChain(s.table, c.name, c.hook)
 	}
 	for _, c := range s.chains {
-		b.flushChain(s.table, c.name)
+		if rewrite {
+			b.flushChain(s.table, c.name)
+		} else {
+			b.flushNew(s.table, c.name)
+		}
 		for _, r := range c.rules {
 			b.addRule(s.table, c.name, r, true)
 		}
@@ -94,12 +109,12 @@ func (b *nlBatch) writeSkeleton(s nftSkel) {
 // ensureSkeletons adds to the batch the skeletons that are not intact.
 func (n *nlConn) ensureSkeletons(b *nlBatch, skels []nftSkel) error {
 	for _, s := range skels {
-		ok, err := n.skeletonIntact(s)
+		ok, hasRules, err := n.readSkeleton(s)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			b.writeSkeleton(s)
+			b.writeSkeleton(s, hasRules)
 		}
 	}
 	return nil
@@ -126,7 +141,11 @@ func (b *nlBatch) ensureBatch(desired []nftChain, existing []nftExisting, safe b
 		e, had := have[c.id()]
 		if !had || !slices.Equal(e.comments, c.comments()) {
 			b.addChain(c.table, c.name, nil)
-			b.flushChain(c.table, c.name)
+			if had {
+				b.flushChain(c.table, c.name)
+			} else {
+				b.flushNew(c.table, c.name)
+			}
 			for _, r := range c.rules {
 				b.addRule(c.table, c.name, r, false)
 			}

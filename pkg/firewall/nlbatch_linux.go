@@ -12,24 +12,17 @@ import (
 // nlBatch collects the messages of one nftables transaction. Each method
 // is the netlink form of one nft command, named in its comment.
 type nlBatch struct {
-	msgs  []netlink.Message
-	setID uint32
-	err   error
+	msgs     []netlink.Message
+	setID    uint32
+	err      error
+	deleting bool // some message deletes an object that may exist
 }
 
 func (b *nlBatch) empty() bool { return len(b.msgs) == 0 }
 
 // deletes reports whether the batch deletes anything (rules, chains,
 // elements): committing it leaves work for the kernel's deferred release.
-func (b *nlBatch) deletes() bool {
-	for _, m := range b.msgs {
-		switch int(m.Header.Type) & 0xff {
-		case unix.NFT_MSG_DELRULE, unix.NFT_MSG_DELCHAIN, unix.NFT_MSG_DELSETELEM, unix.NFT_MSG_DELSET, unix.NFT_MSG_DELTABLE:
-			return true
-		}
-	}
-	return false
-}
+func (b *nlBatch) deletes() bool { return b.deleting }
 
 func (b *nlBatch) push(msg int, flags netlink.HeaderFlags, t nftTable, data []byte) {
 	b.msgs = append(b.msgs, netlink.Message{
@@ -73,6 +66,13 @@ func chainAttrs(t nftTable, name string) []byte {
 
 // flushChain: flush chain <t> <name>
 func (b *nlBatch) flushChain(t nftTable, name string) {
+	b.deleting = true
+	b.flushNew(t, name)
+}
+
+// flushNew is flushChain for a chain read as absent: the flush deletes
+// nothing (it only guards against a concurrent writer of the same chain).
+func (b *nlBatch) flushNew(t nftTable, name string) {
 	b.push(unix.NFT_MSG_DELRULE, 0, t, encodeAttrs(func(ae *netlink.AttributeEncoder) {
 		ae.String(unix.NFTA_RULE_TABLE, t.name)
 		ae.String(unix.NFTA_RULE_CHAIN, name)
@@ -81,11 +81,13 @@ func (b *nlBatch) flushChain(t nftTable, name string) {
 
 // delChain: delete chain <t> <name>
 func (b *nlBatch) delChain(t nftTable, name string) {
+	b.deleting = true
 	b.push(unix.NFT_MSG_DELCHAIN, 0, t, chainAttrs(t, name))
 }
 
 // delRule: delete rule <t> <chain> handle <handle>
 func (b *nlBatch) delRule(t nftTable, chain string, handle uint64) {
+	b.deleting = true
 	b.push(unix.NFT_MSG_DELRULE, 0, t, encodeAttrs(func(ae *netlink.AttributeEncoder) {
 		ae.String(unix.NFTA_RULE_TABLE, t.name)
 		ae.String(unix.NFTA_RULE_CHAIN, chain)
@@ -148,6 +150,7 @@ func (b *nlBatch) addElem(t nftTable, el nftElem, chain string) {
 
 // delElem: delete element <t> <set> { <key> }
 func (b *nlBatch) delElem(t nftTable, el nftElem) {
+	b.deleting = true
 	b.elem(unix.NFT_MSG_DELSETELEM, 0, t, el, "")
 }
 
