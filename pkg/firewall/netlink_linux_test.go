@@ -2,6 +2,7 @@ package firewall
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -247,6 +248,40 @@ func TestFreshEnsureDeletesNothing(t *testing.T) {
 		}
 		if !remove.deletes() {
 			t.Error("a Remove's transaction does not count as deleting")
+		}
+	})
+}
+
+// TestCheckDetectsDeletedJump: with iptables, a jump into an owner chain
+// deleted behind our back makes Check fail.
+func TestCheckDetectsDeletedJump(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	inNS(t, func() {
+		b, _ := New(ctx, KindIPTables)
+		r := portRules(t, func(p *PortMaps) { p.ContainerV6 = nil })
+		if err := b.Ensure(ctx, portOwner, r); err != nil {
+			t.Fatalf("Ensure: %v", err)
+		}
+		defer b.Remove(ctx, portOwner)
+		rules, err := iptFor(true).list(ctx, "OUTPUT")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var jump string
+		for _, l := range rules {
+			if strings.Contains(l, iptChainName(iptPrefixDNAT, portOwner)) {
+				jump = l
+			}
+		}
+		if jump == "" {
+			t.Fatalf("no jump to the DNAT chain in OUTPUT: %q", rules)
+		}
+		if err := iptFor(true).restore(ctx, "*nat\n-D OUTPUT "+jump+"\nCOMMIT\n"); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Check(ctx, portOwner, r); !errors.Is(err, ErrMissing) {
+			t.Errorf("Check after the OUTPUT jump was deleted = %v, want ErrMissing", err)
 		}
 	})
 }

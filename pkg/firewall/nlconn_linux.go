@@ -176,21 +176,43 @@ func encodeAttrs(fn func(ae *netlink.AttributeEncoder)) []byte {
 // chainExists asks for one chain by name.
 // Equivalent to: nft list chain <family> <table> <chain> (without rules)
 func (n *nlConn) chainExists(family byte, table, chain string) (bool, error) {
+	ok, _, err := n.chainUse(family, table, chain)
+	return ok, err
+}
+
+// chainUse looks one chain up and returns its use count: the number of
+// jumps, gotos and map elements leading to it.
+func (n *nlConn) chainUse(family byte, table, chain string) (exists bool, use uint32, err error) {
 	data := encodeAttrs(func(ae *netlink.AttributeEncoder) {
 		ae.String(unix.NFTA_CHAIN_TABLE, table)
 		ae.String(unix.NFTA_CHAIN_NAME, chain)
 	})
-	_, err := n.execute(netlink.Message{
+	msgs, err := n.execute(netlink.Message{
 		Header: netlink.Header{Type: nftMsgType(unix.NFT_MSG_GETCHAIN), Flags: netlink.Request},
 		Data:   append(nfgen(family), data...),
 	})
 	if errors.Is(err, unix.ENOENT) {
-		return false, nil
+		return false, 0, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("looking up chain %s %s: %w", table, chain, err)
+		return false, 0, fmt.Errorf("looking up chain %s %s: %w", table, chain, err)
 	}
-	return true, nil
+	for _, m := range msgs {
+		if len(m.Data) < 4 {
+			continue
+		}
+		ad, err := netlink.NewAttributeDecoder(m.Data[4:])
+		if err != nil {
+			return true, 0, err
+		}
+		ad.ByteOrder = binary.BigEndian
+		for ad.Next() {
+			if ad.Type() == unix.NFTA_CHAIN_USE {
+				use = ad.Uint32()
+			}
+		}
+	}
+	return true, use, nil
 }
 
 // rules dumps the rules of one chain, decoding only what nlRule holds, so
