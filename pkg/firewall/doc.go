@@ -56,11 +56,12 @@
 // mark chain). Writing is one `iptables-restore --noflush --wait` payload
 // per family that has something to write. With iptables-nft (the binary
 // resolves to xtables-nft-multi), reads go over netlink: the owner's own
-// chains, and for CHECK and DEL the built-in chains holding its jumps (the
-// one read that grows with the number of attachments); an ADD finding its
-// chains and jumps in place writes nothing; DEL deletes the jumps by rule
-// handle and the chains in one netlink transaction, with the spoof check
-// and the reference plugins' rules. With iptables-legacy every read is an
+// chains, whose use counts tell CHECK their jumps are there; DEL (and an
+// ADD over existing chains) dumps the built-in chains holding the jumps,
+// the one read that grows with the number of attachments. An ADD finding
+// its chains and jumps in place writes nothing; DEL deletes the jumps by
+// rule handle and the chains in one netlink transaction, with the spoof
+// check and the reference plugins' rules. With iptables-legacy every read is an
 // `iptables -t nat -S <chain>`. GC reads `iptables-save -t nat` once per
 // family. Spoof checks are bridge-family rules and always go through
 // nftables.
