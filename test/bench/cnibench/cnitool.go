@@ -34,21 +34,28 @@ func (c *cnitool) run(verb, netns, capArgs string) (time.Duration, error) {
 	return elapsed, nil
 }
 
-func portMapping(i int) string {
-	return fmt.Sprintf(`{"portMappings":[{"hostPort":%d,"containerPort":80,"protocol":"tcp"}]}`, 20000+i)
+func portMapping(port int) string {
+	return fmt.Sprintf(`{"portMappings":[{"hostPort":%d,"containerPort":80,"protocol":"tcp"}]}`, port)
 }
 
-// sequential runs ADD for every namespace, then CHECK, then DEL, in order,
-// and returns the latencies per verb.
-func (c *cnitool) sequential(netnses []string) (map[string][]time.Duration, error) {
-	out := map[string][]time.Duration{}
+// interleaved runs ADD for container i of every chain in turn, for every
+// i, then CHECK the same way, then DEL: each chain sees the same machine
+// at the same moment, so drift in the machine's speed cancels out of the
+// ratios. It returns the latencies per chain and verb.
+func interleaved(tools []*cnitool, chains []*chain, n int) ([]map[string][]time.Duration, error) {
+	out := make([]map[string][]time.Duration, len(chains))
+	for i := range out {
+		out[i] = map[string][]time.Duration{}
+	}
 	for _, verb := range []string{"add", "check", "del"} {
-		for i, n := range netnses {
-			d, err := c.run(verb, n, portMapping(i))
-			if err != nil {
-				return out, err
+		for i := 0; i < n; i++ {
+			for k, c := range chains {
+				d, err := tools[k].run(verb, c.netnses[i], portMapping(c.portBase+i))
+				if err != nil {
+					return out, fmt.Errorf("%s chain: %w", c.name, err)
+				}
+				out[k][verb] = append(out[k][verb], d)
 			}
-			out[verb] = append(out[verb], d)
 		}
 	}
 	return out, nil
@@ -56,13 +63,13 @@ func (c *cnitool) sequential(netnses []string) (map[string][]time.Duration, erro
 
 // parallel runs ADD for every namespace at once, then DEL at once, and
 // returns the errors.
-func (c *cnitool) parallel(netnses []string) []error {
+func (c *cnitool) parallel(netnses []string, portBase int) []error {
 	var errs []error
 	for _, verb := range []string{"add", "del"} {
 		ch := make(chan error, len(netnses))
 		for i, n := range netnses {
 			go func() {
-				_, err := c.run(verb, n, portMapping(i))
+				_, err := c.run(verb, n, portMapping(portBase+i))
 				ch <- err
 			}()
 		}

@@ -88,7 +88,7 @@ func inProcess(pluginDir, conf string, netnses []string, m *meteredExec) (map[st
 	for i, n := range netnses {
 		rts[i] = &libcni.RuntimeConf{ContainerID: fmt.Sprintf("inproc-%d", i), NetNS: n, IfName: "eth0",
 			CapabilityArgs: map[string]any{"portMappings": []map[string]any{
-				{"hostPort": 30000 + i, "containerPort": 80, "protocol": "tcp"}}}}
+				{"hostPort": 50000 + i, "containerPort": 80, "protocol": "tcp"}}}}
 	}
 	verbs := []struct {
 		name string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -36,55 +37,62 @@ func runAll(o *options) (*report, error) {
 	for _, n := range o.sizes {
 		maxN = max(maxN, n)
 	}
-	netnses, err := makeNetns("b", maxN)
-	if err != nil {
-		return nil, err
+	var chains []*chain
+	for i, name := range append([]string{"floor"}, o.backends...) {
+		netnses, err := makeNetns(fmt.Sprintf("c%d-", i), maxN)
+		if err != nil {
+			return nil, err
+		}
+		chains = append(chains, &chain{name: name, index: i, netnses: netnses, portBase: 20000 + 5000*i})
 	}
 	floor := filepath.Join("/opt/cni", "floor")
 	if err := floorDir(o.tools, floor); err != nil {
 		return nil, err
 	}
 	for _, n := range o.sizes {
-		if err := rep.sequential(o, floor, netnses[:n]); err != nil {
+		if err := rep.sequential(o, floor, chains, n); err != nil {
 			return rep, err
 		}
 	}
-	err = errors.Join(rep.inProcess(o, netnses[:o.sizes[0]]), rep.parallel(o, netnses[:o.parallel]),
-		rep.hostLocal(o, netnses[0]))
-	return rep, err
+	ours := chains[1:]
+	var errs []error
+	if len(ours) > 0 {
+		errs = append(errs, rep.inProcess(o, floor, ours[0].netnses[:o.sizes[0]]), rep.parallel(o, ours))
+	}
+	errs = append(errs, rep.hostLocal(o, chains[0].netnses[0]))
+	return rep, errors.Join(errs...)
 }
 
-// sequential measures the floor and each backend at one size.
-func (rep *report) sequential(o *options, floor string, netnses []string) error {
-	n := len(netnses)
-	chains := append([]string{"floor"}, o.backends...)
-	var floorStats *scenario
-	for _, chain := range chains {
-		dir, confDir := o.bin, fmt.Sprintf("/etc/cni/bench-%s-%d", chain, n)
-		if chain == "floor" {
+// sequential drives every chain through n containers, interleaved call by
+// call, and records each chain's figures and its ratios to the floor.
+func (rep *report) sequential(o *options, floor string, chains []*chain, n int) error {
+	var tools []*cnitool
+	for _, c := range chains {
+		dir, confDir := o.bin, fmt.Sprintf("/etc/cni/bench-%s-%d", c.name, n)
+		if c.name == "floor" {
 			dir = floor
 		}
-		if err := writeConf(confDir, chainConf(chain, fmt.Sprintf("/var/lib/cni/bench-%s-%d", chain, n))); err != nil {
+		if err := writeConf(confDir, c.conf(fmt.Sprintf("/var/lib/cni/bench-%s-%d", c.name, n))); err != nil {
 			return err
 		}
-		tool := &cnitool{tool: filepath.Join(o.tools, "cnitool"), pluginDir: dir, confDir: confDir, network: benchNet}
-		fmt.Fprintf(os.Stderr, "cnibench: %s chain, %d containers through cnitool...\n", chain, n)
-		samples, err := tool.sequential(netnses)
-		s := &scenario{Chain: chain, Client: "cnitool", N: n, Verbs: map[string]Stats{}}
+		tools = append(tools, &cnitool{tool: filepath.Join(o.tools, "cnitool"), pluginDir: dir, confDir: confDir, network: benchNet})
+	}
+	fmt.Fprintf(os.Stderr, "cnibench: %d containers per chain through cnitool, chains interleaved...\n", n)
+	samples, err := interleaved(tools, chains, n)
+	var floorStats *scenario
+	for k, c := range chains {
+		s := &scenario{Chain: c.name, Client: "cnitool", N: n, Verbs: map[string]Stats{}}
 		for _, v := range verbs {
-			s.Verbs[v] = summarise(samples[v])
+			s.Verbs[v] = summarise(samples[k][v])
 		}
-		if chain == "floor" {
+		if c.name == "floor" {
 			floorStats = s
-		} else {
+		} else if floorStats != nil {
 			s.ToFloor = ratios(s, floorStats)
 		}
 		rep.Scenarios = append(rep.Scenarios, s)
-		if err != nil {
-			return fmt.Errorf("%s chain: %w", chain, err)
-		}
 	}
-	return nil
+	return err
 }
 
 func ratios(s, floor *scenario) map[string]float64 {
@@ -99,20 +107,37 @@ func ratios(s, floor *scenario) map[string]float64 {
 
 // inProcess measures each backend through libcni in this process, and
 // the plugins' peak memory.
-func (rep *report) inProcess(o *options, netnses []string) error {
+func (rep *report) inProcess(o *options, floor string, netnses []string) error {
 	m := &meteredExec{peakKB: map[string]map[string]int64{}, times: map[string]map[string][]time.Duration{}}
 	var errs []error
-	for _, backend := range o.backends {
-		fmt.Fprintf(os.Stderr, "cnibench: %s chain, %d containers through libcni in-process...\n", backend, len(netnses))
-		conf := chainConf(backend, "/var/lib/cni/bench-inproc-"+backend)
-		m.label = backend
-		samples, err := inProcess(o.bin, conf, netnses, m)
-		s := &scenario{Chain: backend, Client: "libcni", N: len(netnses), Verbs: map[string]Stats{}}
+	var floorStats *scenario
+	for _, name := range append([]string{"floor"}, o.backends...) {
+		fmt.Fprintf(os.Stderr, "cnibench: %s chain, %d containers through libcni in-process...\n", name, len(netnses))
+		c := &chain{name: name, index: 9}
+		conf := c.conf("/var/lib/cni/bench-inproc-" + name)
+		m.label = name
+		dir := o.bin
+		if name == "floor" {
+			dir = floor
+		}
+		samples, err := inProcess(dir, conf, netnses, m)
+		s := &scenario{Chain: name, Client: "libcni", N: len(netnses), Verbs: map[string]Stats{}}
 		for _, v := range verbs {
 			s.Verbs[v] = summarise(samples[v])
 		}
+		if name == "floor" {
+			floorStats = s
+		} else {
+			s.ToFloor = ratios(s, floorStats)
+		}
 		rep.Scenarios = append(rep.Scenarios, s)
 		errs = append(errs, err)
+	}
+	delete(m.peakKB, "floor")
+	for key := range m.times {
+		if strings.HasPrefix(key, "floor/") {
+			delete(m.times, key)
+		}
 	}
 	rep.PeakKB = m.peakKB
 	rep.PerPlugin = map[string]map[string]float64{}
@@ -125,16 +150,16 @@ func (rep *report) inProcess(o *options, netnses []string) error {
 	return errors.Join(errs...)
 }
 
-func (rep *report) parallel(o *options, netnses []string) error {
-	for _, backend := range o.backends {
-		confDir := "/etc/cni/bench-parallel-" + backend
-		if err := writeConf(confDir, chainConf(backend, "/var/lib/cni/bench-parallel-"+backend)); err != nil {
+func (rep *report) parallel(o *options, ours []*chain) error {
+	for _, c := range ours {
+		confDir := "/etc/cni/bench-parallel-" + c.name
+		if err := writeConf(confDir, c.conf("/var/lib/cni/bench-parallel-"+c.name)); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "cnibench: %s chain, %d parallel ADDs then DELs...\n", backend, len(netnses))
+		fmt.Fprintf(os.Stderr, "cnibench: %s chain, %d parallel ADDs then DELs...\n", c.name, o.parallel)
 		tool := &cnitool{tool: filepath.Join(o.tools, "cnitool"), pluginDir: o.bin, confDir: confDir, network: benchNet}
-		errs := tool.parallel(netnses)
-		rep.ParallelErrors[backend] = len(errs)
+		errs := tool.parallel(c.netnses[:o.parallel], c.portBase)
+		rep.ParallelErrors[c.name] = len(errs)
 		for i, err := range errs {
 			if i < 3 {
 				fmt.Fprintln(os.Stderr, "cnibench: parallel:", err)

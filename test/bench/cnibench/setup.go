@@ -9,19 +9,33 @@ import (
 
 const benchNet = "bench"
 
-// chainConf is the measured chain: bridge with host-local, masquerade and a
+// chain is one measured chain: the floor or ours on one backend, with a
+// bridge, subnet, host-port range and container namespaces of its own so
+// that chains can be driven side by side, call by call.
+type chain struct {
+	name     string // "floor", "nftables" or "iptables"
+	index    int
+	netnses  []string
+	portBase int
+}
+
+// conf is the measured chain: bridge with host-local, masquerade and a
 // gateway; tuning with one sysctl; portmap with the runtime's mappings.
-func chainConf(backend, dataDir string) string {
+func (c *chain) conf(dataDir string) string {
+	backend := c.name
+	if backend == "floor" {
+		backend = ""
+	}
 	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": %q,
   "plugins": [
-    {"type": "bridge", "bridge": "cnibench0", "isGateway": true, "ipMasq": true, "ipMasqBackend": %q,
-     "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.99.0.0/16"}]], "dataDir": %q}},
+    {"type": "bridge", "bridge": "cnibench%d", "isGateway": true, "ipMasq": true, "ipMasqBackend": %q,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.%d.0.0/16"}]], "dataDir": %q}},
     {"type": "tuning", "sysctl": {"net.ipv4.conf.IFNAME.arp_notify": "1"}},
     {"type": "portmap", "backend": %q, "capabilities": {"portMappings": true}}
   ]
-}`, benchNet, backend, dataDir, backend)
+}`, benchNet, c.index, backend, 90+c.index, dataDir, backend)
 }
 
 // writeConf writes the conflist into a directory of its own.
