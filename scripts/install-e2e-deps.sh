@@ -20,6 +20,14 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "install-e2e-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Keep the packages from starting their services (containerd) while they
+# install: nothing outside the sandbox should run on their behalf.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+	printf '#!/bin/sh\nexit 101\n' > "$policy"
+	chmod +x "$policy"
+	trap 'rm -f "$policy"' EXIT
+fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 
