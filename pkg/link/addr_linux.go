@@ -18,12 +18,14 @@ var ErrAddressConflict = errors.New("interface already has a different address")
 // one — any other IPv4 address, or an IPv6 address of an overlapping subnet —
 // is replaced when force is set, else it is an error wrapping
 // ErrAddressConflict. IPv6 link-local addresses never conflict. IPv6
-// addresses are added without duplicate address detection.
+// addresses are added without duplicate address detection. h must act in
+// the calling thread's namespace (nil does): l's addresses are listed there
+// with a dump the kernel filters by interface.
 //
 // Equivalent to: ip addr add $addr dev $l [after ip addr del $old dev $l]
 func EnsureAddrs(h *netlink.Handle, l netlink.Link, addrs []*net.IPNet, force bool) error {
 	name := l.Attrs().Name
-	have, err := AddrList(h, l, netlink.FAMILY_ALL)
+	have, err := LinkAddrs(l.Attrs().Index, netlink.FAMILY_ALL)
 	if err != nil {
 		return fmt.Errorf("listing addresses of %q: %w", name, err)
 	}

@@ -36,9 +36,13 @@ type ConfigureOptions struct {
 // Equivalent to: sysctl ...; ip addr add $ip dev $ifname [nodad]; ip link set
 // $ifname up; ip route append $dst [via $gw] dev $ifname [metric] [table] [mtu] [advmss]
 func ConfigureIface(ctx context.Context, ifname string, res *types.Result, o ConfigureOptions) error {
-	l, err := netlink.LinkByName(ifname)
+	d, err := ReadDevConf(ifname, 0)
 	if err != nil {
 		return fmt.Errorf("looking up %q: %w", ifname, err)
+	}
+	l, err := d.Link()
+	if err != nil {
+		return err
 	}
 	ips, err := ipsOf(ifname, res)
 	if err != nil {
@@ -48,7 +52,7 @@ func ConfigureIface(ctx context.Context, ifname string, res *types.Result, o Con
 	for _, ip := range ips {
 		hasV6 = hasV6 || ip.Address.IP.To4() == nil
 	}
-	if err := prepareSysctls(ifname, hasV6, o); err != nil {
+	if err := prepareSysctls(d, hasV6, o); err != nil {
 		return err
 	}
 	gws, err := addAddrs(l, ips, o.DAD)
@@ -84,25 +88,32 @@ func ipsOf(ifname string, res *types.Result) ([]*types.IPConfig, error) {
 	return out, nil
 }
 
-func prepareSysctls(ifname string, hasV6 bool, o ConfigureOptions) error {
-	conf := "net/ipv6/conf/" + ifname + "/"
-	var sets [][2]string
+// prepareSysctls writes the interface's settings that differ from what d
+// shows: IPv6 ones through /proc/sys, arp_notify over netlink.
+func prepareSysctls(d *DevConf, hasV6 bool, o ConfigureOptions) error {
+	type setting struct {
+		key   string
+		value int
+	}
+	var sets []setting
 	if hasV6 {
-		sets = append(sets, [2]string{"net/ipv6/conf/lo/disable_ipv6", "0"},
-			[2]string{conf + "disable_ipv6", "0"}, [2]string{conf + "keep_addr_on_down", "1"})
-	}
-	if o.DAD {
-		sets = append(sets, [2]string{conf + "enhanced_dad", "1"}, [2]string{conf + "accept_dad", "1"})
-	} else {
-		sets = append(sets, [2]string{conf + "accept_dad", "0"})
-	}
-	if o.ArpNotify {
-		sets = append(sets, [2]string{"net/ipv4/conf/" + ifname + "/arp_notify", "1"})
-	}
-	for _, kv := range sets {
-		if err := setUnlessEqual(kv[0], kv[1]); err != nil {
+		if err := setUnlessEqual("net/ipv6/conf/lo/disable_ipv6", "0"); err != nil {
 			return err
 		}
+		sets = append(sets, setting{"disable_ipv6", 0}, setting{"keep_addr_on_down", 1})
+	}
+	if o.DAD {
+		sets = append(sets, setting{"enhanced_dad", 1}, setting{"accept_dad", 1})
+	} else {
+		sets = append(sets, setting{"accept_dad", 0})
+	}
+	for _, s := range sets {
+		if err := d.ensureIPv6(s.key, s.value); err != nil {
+			return err
+		}
+	}
+	if o.ArpNotify {
+		return d.ensureIPv4("arp_notify", 1)
 	}
 	return nil
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
+
+	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/sysctl"
 )
@@ -26,7 +29,50 @@ func setIfPresent(name, value string) (bool, error) {
 //
 // Equivalent to: sysctl -w net.ipv6.conf.$name.accept_ra=0
 func DisableRA(name string) error {
-	return setUnlessEqual("net/ipv6/conf/"+name+"/accept_ra", "0")
+	d, err := ReadDevConf(name, 0)
+	if err != nil {
+		return setUnlessEqual("net/ipv6/conf/"+name+"/accept_ra", "0")
+	}
+	return d.ensureIPv6("accept_ra", 0)
+}
+
+// ensureIPv6 writes the IPv6 setting key of the link d was read from
+// when d shows another value; a link without IPv6 is left alone. Only the
+// write goes through /proc/sys (the kernel takes no IPv6 settings over
+// netlink).
+func (d *DevConf) ensureIPv6(key string, value int) error {
+	if cur, ok := d.IPv6(key); ok && cur == value {
+		return nil
+	}
+	_, err := setIfPresent("net/ipv6/conf/"+d.Name+"/"+key, strconv.Itoa(value))
+	return err
+}
+
+// ensureIPv4 sets the IPv4 setting key of the link d was read from over
+// netlink when d shows another value; a link without IPv4 settings is left
+// alone, as a missing sysctl is.
+func (d *DevConf) ensureIPv4(key string, value int) error {
+	if cur, ok := d.IPv4(key); !ok || cur == value {
+		return nil
+	}
+	return SetIPv4Conf(d.Index, map[string]int{key: value})
+}
+
+// EnsureIPv4Conf sets the IPv4 per-interface setting key of the link
+// called name (or, when name is empty, with index), in the calling
+// thread's namespace, unless it holds value already: one netlink request to
+// read, and one to write when needed.
+//
+// Equivalent to: sysctl -w net.ipv4.conf.$name.$key=$value
+func EnsureIPv4Conf(name string, index int, key string, value int) error {
+	if !HasIPv4Conf(key) {
+		return fmt.Errorf("net.ipv4.conf.*.%s: not a per-interface setting", key)
+	}
+	d, err := ReadDevConf(name, index)
+	if err != nil {
+		return err
+	}
+	return d.ensureIPv4(key, value)
 }
 
 // EnableForwarding turns on IP forwarding for the families asked for, in the
@@ -35,16 +81,25 @@ func DisableRA(name string) error {
 // Equivalent to: sysctl -w net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
 func EnableForwarding(v4, v6 bool) error {
 	if v4 {
-		if err := setUnlessEqual("net/ipv4/ip_forward", "1"); err != nil {
+		if err := ensureForwarding(unix.AF_INET, "net/ipv4/ip_forward"); err != nil {
 			return err
 		}
 	}
 	if v6 {
-		if err := setUnlessEqual("net/ipv6/conf/all/forwarding", "1"); err != nil {
+		if err := ensureForwarding(unix.AF_INET6, "net/ipv6/conf/all/forwarding"); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ensureForwarding reads the family's forwarding over netlink and writes
+// the sysctl only when it is off (or could not be read).
+func ensureForwarding(family int, name string) error {
+	if cur, err := netconfForwarding(family); err == nil && cur == 1 {
+		return nil
+	}
+	return setUnlessEqual(name, "1")
 }
 
 // setUnlessEqual writes a sysctl only when it holds another value, so that

@@ -8,7 +8,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"cnisuite/pkg/sysctl"
+	"cnisuite/pkg/link"
 )
 
 // linuxHost is hostOps on the running kernel.
@@ -16,7 +16,7 @@ type linuxHost struct{}
 
 // EnableLocalnet sets route_localnet=1 on the interface routing to ip, so
 // that 127.0.0.1:hostPort DNATed to the container can leave through it.
-// Equivalent to: sysctl net.ipv4.conf.$(ip route get $ip | dev).route_localnet=1
+// Equivalent to: sysctl -w net.ipv4.conf.$(ip route get $ip | dev).route_localnet=1
 func (linuxHost) EnableLocalnet(ip net.IP) error {
 	routes, err := netlink.RouteGet(ip)
 	if err != nil {
@@ -25,11 +25,12 @@ func (linuxHost) EnableLocalnet(ip net.IP) error {
 	if len(routes) == 0 {
 		return fmt.Errorf("no route to %s", ip)
 	}
-	link, err := netlink.LinkByIndex(routes[0].LinkIndex)
-	if err != nil {
-		return fmt.Errorf("link of route to %s: %w", ip, err)
+	// Read and, when needed, written over netlink: a lookup under
+	// /proc/sys/net grows with the number of namespaces on the machine.
+	if err := link.EnsureIPv4Conf("", routes[0].LinkIndex, "route_localnet", 1); err != nil {
+		return fmt.Errorf("route_localnet of the link routing to %s: %w", ip, err)
 	}
-	return sysctl.Default.Ensure("net/ipv4/conf/"+link.Attrs().Name+"/route_localnet", "1")
+	return nil
 }
 
 // FlushUDP deletes UDP conntrack entries by original destination port,

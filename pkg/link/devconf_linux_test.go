@@ -1,0 +1,179 @@
+package link
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+
+	"cnisuite/pkg/sysctl"
+	"cnisuite/test/sandbox"
+)
+
+// dummyNS makes two links, dum0 and dum1 (a veth pair), inside a fresh
+// namespace and returns a function running fn there with dum0 and dum1.
+func dummyNS(t *testing.T) func(t *testing.T, fn func(l, other netlink.Link)) {
+	t.Helper()
+	sandbox.Require(t)
+	n := sandbox.NewNS(t)
+	if err := n.Do(func() error {
+		return netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "dum0"}, PeerName: "dum1"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return func(t *testing.T, fn func(l, other netlink.Link)) {
+		t.Helper()
+		if err := n.Do(func() error {
+			l, err := netlink.LinkByName("dum0")
+			if err != nil {
+				return err
+			}
+			other, err := netlink.LinkByName("dum1")
+			if err != nil {
+				return err
+			}
+			fn(l, other)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func procValue(t *testing.T, name string) int {
+	t.Helper()
+	v, err := sysctl.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
+}
+
+func TestDevConf(t *testing.T) {
+	in := dummyNS(t)
+	tests := []struct {
+		name  string
+		v4    bool
+		key   string
+		value int
+	}{
+		{"ipv4_arp_notify", true, "arp_notify", 1},
+		{"ipv4_route_localnet", true, "route_localnet", 1},
+		{"ipv6_accept_ra", false, "accept_ra", 0},
+		{"ipv6_accept_dad", false, "accept_dad", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in(t, func(netlink.Link, netlink.Link) { checkDevConf(t, tt.v4, tt.key, tt.value) })
+		})
+	}
+}
+
+// checkDevConf checks that dum0's setting reads as /proc/sys shows it, and
+// that ensuring value writes it on dum0 only.
+func checkDevConf(t *testing.T, v4 bool, key string, value int) {
+	t.Helper()
+	fam := "ipv6"
+	if v4 {
+		fam = "ipv4"
+	}
+	path := "net/" + fam + "/conf/dum0/" + key
+	d, err := ReadDevConf("dum0", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get, ensure := d.IPv6, d.ensureIPv6
+	if v4 {
+		get, ensure = d.IPv4, d.ensureIPv4
+	}
+	otherBefore := procValue(t, "net/"+fam+"/conf/dum1/"+key)
+	if got, ok := get(key); !ok || got != procValue(t, path) {
+		t.Fatalf("before: netlink reads %s=%d (%v), /proc/sys has %d", key, got, ok, procValue(t, path))
+	}
+	if err := ensure(key, value); err != nil {
+		t.Fatal(err)
+	}
+	if got := procValue(t, path); got != value {
+		t.Errorf("after: /proc/sys has %s=%d, want %d", key, got, value)
+	}
+	if got := procValue(t, "net/"+fam+"/conf/dum1/"+key); got != otherBefore {
+		t.Errorf("the other link's %s changed too (%d, was %d)", key, got, otherBefore)
+	}
+}
+
+func TestEnableForwardingReadsNetconf(t *testing.T) {
+	in := dummyNS(t)
+	in(t, func(netlink.Link, netlink.Link) {
+		for _, want := range []int{0, 1} {
+			if err := sysctl.Set("net/ipv4/ip_forward", strconv.Itoa(want)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := netconfForwarding(netlink.FAMILY_V4)
+			if err != nil || got != want {
+				t.Errorf("netconfForwarding() = %d, %v; /proc/sys/net/ipv4/ip_forward = %d", got, err, want)
+			}
+		}
+		if err := sysctl.Set("net/ipv4/ip_forward", "0"); err != nil {
+			t.Fatal(err)
+		}
+		if err := EnableForwarding(true, false); err != nil {
+			t.Fatal(err)
+		}
+		if got := procValue(t, "net/ipv4/ip_forward"); got != 1 {
+			t.Errorf("ip_forward = %d after EnableForwarding, want 1", got)
+		}
+	})
+}
+
+func TestLinkAddrs(t *testing.T) {
+	in := dummyNS(t)
+	in(t, func(l, other netlink.Link) {
+		for _, a := range []struct {
+			l    netlink.Link
+			cidr string
+		}{{l, "10.1.0.1/24"}, {l, "fd00::1/64"}, {other, "10.2.0.1/24"}} {
+			ip, n, _ := net.ParseCIDR(a.cidr)
+			n.IP = ip
+			if err := netlink.AddrAdd(a.l, &netlink.Addr{IPNet: n}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	tests := []struct {
+		name   string
+		family int
+		want   string
+	}{
+		{"all", netlink.FAMILY_ALL, "10.1.0.1/24 fd00::1/64"},
+		{"ipv4", netlink.FAMILY_V4, "10.1.0.1/24"},
+		{"ipv6", netlink.FAMILY_V6, "fd00::1/64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in(t, func(l, _ netlink.Link) {
+				addrs, err := LinkAddrs(l.Attrs().Index, tt.family)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, a := range addrs {
+					if a.LinkIndex != l.Attrs().Index {
+						t.Errorf("address %v of link %d listed", a.IPNet, a.LinkIndex)
+					}
+					if !a.IP.IsLinkLocalUnicast() {
+						got = append(got, a.IPNet.String())
+					}
+				}
+				if strings.Join(got, " ") != tt.want {
+					t.Errorf("LinkAddrs() = %v, want %s", got, tt.want)
+				}
+			})
+		})
+	}
+}
