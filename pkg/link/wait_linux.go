@@ -48,9 +48,8 @@ func ReadPort(name string) (l netlink.Link, state PortState, isPort bool, err er
 	req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(name)))
 	msgs, err := req.Execute(unix.NETLINK_ROUTE, 0)
 	if err != nil {
-		if errors.Is(err, unix.ENODEV) {
-			return nil, 0, false, fmt.Errorf("link %q: %w", name, netlink.LinkNotFoundError{})
-		}
+		// ENODEV stays in the chain: IsNotFound recognises it. (An empty
+		// netlink.LinkNotFoundError would panic when printed.)
 		return nil, 0, false, fmt.Errorf("reading link %q: %w", name, err)
 	}
 	if len(msgs) != 1 {
