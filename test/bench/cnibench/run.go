@@ -37,29 +37,34 @@ func runAll(o *options) (*report, error) {
 	for _, n := range o.sizes {
 		maxN = max(maxN, n)
 	}
-	var chains []*chain
-	for i, name := range append([]string{"floor"}, o.backends...) {
-		netnses, err := makeNetns(fmt.Sprintf("c%d-", i), maxN)
-		if err != nil {
-			return nil, err
-		}
-		chains = append(chains, &chain{name: name, index: i, netnses: netnses, portBase: 20000 + 5000*i})
+	// One set of container namespaces: the floor configures nothing in
+	// them, so it shares them with the chain it is paired with, and the
+	// node holds exactly N containers of ours, as a node with N pods does.
+	netnses, err := makeNetns("c", maxN)
+	if err != nil {
+		return nil, err
+	}
+	floorChain := &chain{name: "floor", index: 0, netnses: netnses, portBase: 20000}
+	var ours []*chain
+	for i, name := range o.backends {
+		ours = append(ours, &chain{name: name, index: i + 1, netnses: netnses, portBase: 30000 + 5000*i})
 	}
 	floor := filepath.Join("/opt/cni", "floor")
 	if err := floorDir(o.tools, floor); err != nil {
 		return nil, err
 	}
 	for _, n := range o.sizes {
-		if err := rep.sequential(o, floor, chains, n); err != nil {
-			return rep, err
+		for _, c := range ours { // each backend alone on the node, paired with the floor
+			if err := rep.sequential(o, floor, []*chain{floorChain, c}, n); err != nil {
+				return rep, err
+			}
 		}
 	}
-	ours := chains[1:]
 	var errs []error
 	if len(ours) > 0 {
-		errs = append(errs, rep.inProcess(o, floor, ours[0].netnses[:o.sizes[0]]), rep.parallel(o, ours))
+		errs = append(errs, rep.inProcess(o, floor, netnses[:o.sizes[0]]), rep.parallel(o, ours))
 	}
-	errs = append(errs, rep.hostLocal(o, chains[0].netnses[0]))
+	errs = append(errs, rep.hostLocal(o, netnses[0]))
 	return rep, errors.Join(errs...)
 }
 
@@ -75,13 +80,16 @@ func (rep *report) sequential(o *options, floor string, chains []*chain, n int) 
 		if err := writeConf(confDir, c.conf(fmt.Sprintf("/var/lib/cni/bench-%s-%d", c.name, n))); err != nil {
 			return err
 		}
-		tools = append(tools, &cnitool{tool: filepath.Join(o.tools, "cnitool"), pluginDir: dir, confDir: confDir, network: benchNet})
+		tools = append(tools, &cnitool{tool: filepath.Join(o.tools, "cnitool"), pluginDir: dir, confDir: confDir, network: c.network()})
 	}
 	fmt.Fprintf(os.Stderr, "cnibench: %d containers per chain through cnitool, chains interleaved...\n", n)
 	samples, err := interleaved(tools, chains, n)
 	var floorStats *scenario
 	for k, c := range chains {
 		s := &scenario{Chain: c.name, Client: "cnitool", N: n, Verbs: map[string]Stats{}}
+		if c.name == "floor" {
+			s.Chain = "floor (paired with " + chains[len(chains)-1].name + ")"
+		}
 		for _, v := range verbs {
 			s.Verbs[v] = summarise(samples[k][v])
 		}
@@ -157,7 +165,7 @@ func (rep *report) parallel(o *options, ours []*chain) error {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "cnibench: %s chain, %d parallel ADDs then DELs...\n", c.name, o.parallel)
-		tool := &cnitool{tool: filepath.Join(o.tools, "cnitool"), pluginDir: o.bin, confDir: confDir, network: benchNet}
+		tool := &cnitool{tool: filepath.Join(o.tools, "cnitool"), pluginDir: o.bin, confDir: confDir, network: c.network()}
 		errs := tool.parallel(c.netnses[:o.parallel], c.portBase)
 		rep.ParallelErrors[c.name] = len(errs)
 		for i, err := range errs {

@@ -19,6 +19,10 @@ type chain struct {
 	portBase int
 }
 
+// network is the chain's network name: distinct per chain, so chains that
+// share container namespaces keep apart in the runtime's result cache.
+func (c *chain) network() string { return benchNet + "-" + c.name }
+
 // conf is the measured chain: bridge with host-local, masquerade and a
 // gateway; tuning with one sysctl; portmap with the runtime's mappings.
 func (c *chain) conf(dataDir string) string {
@@ -35,7 +39,7 @@ func (c *chain) conf(dataDir string) string {
     {"type": "tuning", "sysctl": {"net.ipv4.conf.IFNAME.arp_notify": "1"}},
     {"type": "portmap", "backend": %q, "capabilities": {"portMappings": true}}
   ]
-}`, benchNet, c.index, backend, 90+c.index, dataDir, backend)
+}`, c.network(), c.index, backend, 90+c.index, dataDir, backend)
 }
 
 // writeConf writes the conflist into a directory of its own.
