@@ -18,6 +18,9 @@ type scenario struct {
 	N       int                `json:"n"`
 	Verbs   map[string]Stats   `json:"verbs"`
 	ToFloor map[string]float64 `json:"ratio_to_floor,omitempty"`
+	// GrowthOverFloor divides the growth by the floor's growth in the same
+	// interleaved run: what is left once the machine's own drift is taken out.
+	GrowthOverFloor map[string]float64 `json:"growth_over_floor_growth,omitempty"`
 }
 
 type report struct {
@@ -105,9 +108,13 @@ func (rep *report) sequential(o *options, floor string, chains []*chain, n int) 
 
 func ratios(s, floor *scenario) map[string]float64 {
 	out := map[string]float64{}
+	s.GrowthOverFloor = map[string]float64{}
 	for _, v := range verbs {
 		if f := floor.Verbs[v].Median; f > 0 {
 			out[v] = s.Verbs[v].Median / f
+		}
+		if g := floor.Verbs[v].Growth; g > 0 {
+			s.GrowthOverFloor[v] = s.Verbs[v].Growth / g
 		}
 	}
 	return out
