@@ -7,6 +7,7 @@ import (
 	"net"
 
 	"cnisuite/pkg/invoke"
+	"cnisuite/pkg/ipmath"
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
@@ -131,27 +132,13 @@ func (at *attach) runIPAM(ctx context.Context) error {
 	for _, ip := range at.res.IPs {
 		ip.Interface = types.Int(ifContainer)
 		if conf.IsGW && ip.Gateway == nil {
-			ip.Gateway = firstHost(ip.Address)
+			ip.Gateway = ipmath.FirstHost(ip.Address)
 		}
 	}
 	if conf.IsDefaultGW {
 		at.res.Routes = append(at.res.Routes, defaultRoutes(at.res)...)
 	}
 	return nil
-}
-
-// firstHost returns the network address + 1, the conventional gateway.
-func firstHost(n net.IPNet) net.IP {
-	ip := n.IP.Mask(n.Mask)
-	out := make(net.IP, len(ip))
-	copy(out, ip)
-	for i := len(out) - 1; i >= 0; i-- {
-		out[i]++
-		if out[i] != 0 {
-			break
-		}
-	}
-	return out
 }
 
 // defaultRoutes returns a default route via the first gateway of each family

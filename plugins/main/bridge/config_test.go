@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"cnisuite/pkg/ipmath"
 	"cnisuite/pkg/types"
 )
 
@@ -147,8 +148,8 @@ func TestFirstHost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := firstHost(*n); got.String() != tt.want {
-			t.Errorf("firstHost(%s) = %v, want %s", tt.cidr, got, tt.want)
+		if got := ipmath.FirstHost(*n); got.String() != tt.want {
+			t.Errorf("ipmath.FirstHost(%s) = %v, want %s", tt.cidr, got, tt.want)
 		}
 	}
 }

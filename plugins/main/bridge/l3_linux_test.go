@@ -9,6 +9,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"cnisuite/pkg/ipmath"
 	"cnisuite/pkg/version"
 	"cnisuite/test/sandbox"
 )
@@ -78,7 +79,7 @@ func firstHostOf(t *testing.T, cidr string) net.IP {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return firstHost(*n)
+	return ipmath.FirstHost(*n)
 }
 
 // wantRefused checks that ADD fails with code 1 and creates nothing.

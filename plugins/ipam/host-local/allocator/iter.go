@@ -4,6 +4,8 @@ import (
 	"iter"
 	"math/big"
 	"net"
+
+	"cnisuite/pkg/ipmath"
 )
 
 // Candidates yields, round-robin, every address of the set that may be
@@ -47,7 +49,7 @@ func (s RangeSet) next(ri int, ip net.IP) (int, net.IP) {
 		ri = (ri + 1) % len(s)
 		return ri, s[ri].RangeStart
 	}
-	return ri, nextIP(ip)
+	return ri, ipmath.Next(ip)
 }
 
 // Size returns how many addresses the set can lease (its gateways excluded),

@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 
+	"cnisuite/pkg/ipmath"
 	"cnisuite/pkg/types"
 )
 
@@ -47,7 +48,7 @@ func (r *Range) Canonicalize(field string) error {
 	}
 	r.Subnet = net.IPNet{IP: ip, Mask: r.Subnet.Mask}
 	var err error
-	if r.RangeStart, err = r.member(field+".rangeStart", r.RangeStart, nextIP(ip)); err != nil {
+	if r.RangeStart, err = r.member(field+".rangeStart", r.RangeStart, ipmath.Next(ip)); err != nil {
 		return err
 	}
 	if r.RangeEnd, err = r.member(field+".rangeEnd", r.RangeEnd, lastHost(r.Subnet)); err != nil {
@@ -77,7 +78,7 @@ func (r *Range) member(field string, ip, def net.IP) (net.IP, error) {
 // address family is not.
 func (r *Range) canonicalGateway(field string) error {
 	if r.Gateway == nil {
-		r.Gateway = nextIP(r.Subnet.IP)
+		r.Gateway = ipmath.Next(r.Subnet.IP)
 		return nil
 	}
 	gw := canonicalIP(r.Gateway)
@@ -179,19 +180,6 @@ func canonicalIP(ip net.IP) net.IP {
 		return ip
 	}
 	return nil
-}
-
-// nextIP returns ip + 1 (wrapping at the end of the address space).
-func nextIP(ip net.IP) net.IP {
-	out := make(net.IP, len(ip))
-	copy(out, ip)
-	for i := len(out) - 1; i >= 0; i-- {
-		out[i]++
-		if out[i] != 0 {
-			break
-		}
-	}
-	return out
 }
 
 // lastHost is the last address handed out by default: the broadcast address
