@@ -81,6 +81,14 @@ func openExisting(n *netConf) (st *store.Store, ok bool, err error) {
 // the network name and dataDir, so that a DEL succeeds even with ranges
 // that no longer validate; releasing nothing is success.
 func cmdDel(ctx context.Context, a *skel.CmdArgs) error {
+	return withExistingStore(ctx, a, func(_ *netConf, st *store.Store) error {
+		return allocator.Release(st, attachmentOf(a))
+	})
+}
+
+// withExistingStore runs fn with the network's store locked; a network
+// without a directory yet has nothing to release and fn does not run.
+func withExistingStore(ctx context.Context, a *skel.CmdArgs, fn func(*netConf, *store.Store) error) error {
 	n, err := parseConf(a.StdinData)
 	if err != nil {
 		return err
@@ -92,7 +100,7 @@ func cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 	if err := st.Lock(ctx); err != nil {
 		return err
 	}
-	return errors.Join(allocator.Release(st, attachmentOf(a)), st.Unlock())
+	return errors.Join(fn(n, st), st.Unlock())
 }
 
 // cmdCheck verifies that every address of prevResult that lies in one of the
@@ -175,19 +183,10 @@ func inSubnets(sets []allocator.RangeSet, ip net.IP) bool {
 // meaning every attachment it does not know of is stale; the bridge,
 // tuning and portmap plugins read it the same way.
 func cmdGC(ctx context.Context, a *skel.CmdArgs) error {
-	n, err := parseConf(a.StdinData)
-	if err != nil {
+	return withExistingStore(ctx, a, func(n *netConf, st *store.Store) error {
+		_, err := st.GC(n.GCAttachments())
 		return err
-	}
-	st, ok, err := openExisting(n)
-	if err != nil || !ok {
-		return err
-	}
-	if err := st.Lock(ctx); err != nil {
-		return err
-	}
-	_, err = st.GC(n.GCAttachments())
-	return errors.Join(err, st.Unlock())
+	})
 }
 
 // cmdStatus reports code 50 when an ADD could not succeed: the data
