@@ -16,17 +16,15 @@ import (
 // Check compares the owner's chains with the rules r needs, by the digest
 // comment of each rule, and checks each entry with iptables -C.
 func (b *iptBackend) Check(ctx context.Context, o Owner, r Rules) error {
-	var conn *nlConn
-	if b.nft {
-		var err error
-		if conn, err = dialNL(); err != nil {
-			return types.Errorf(types.ErrIO, "%w", err)
-		}
+	conn, err := b.nftConn()
+	if err != nil {
+		return err
+	}
+	if conn != nil {
 		defer conn.close()
 	}
 	for _, v4 := range []bool{true, false} {
 		t, desired := iptFor(v4), iptDesired(o, r, v4)
-		var err error
 		if conn != nil {
 			err = checkFamilyNL(conn, o, t, desired)
 		} else {

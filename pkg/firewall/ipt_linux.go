@@ -104,17 +104,29 @@ func (b *iptBackend) Usable(ctx context.Context) error {
 	return nil
 }
 
+// nftConn opens the netlink connection the iptables-nft paths read and
+// write with; with iptables-legacy there is none (nil, nil).
+func (b *iptBackend) nftConn() (*nlConn, error) {
+	if !b.nft {
+		return nil, nil
+	}
+	conn, err := dialNL()
+	if err != nil {
+		return nil, types.Errorf(types.ErrIO, "%w", err)
+	}
+	return conn, nil
+}
+
 // Ensure writes the owner's chains and entries, one payload per family
 // that has something to write. With iptables-nft, a family whose chains
 // and jumps are already in place, or that has nothing of the owner and
 // needs nothing, costs a few netlink reads and no process.
 func (b *iptBackend) Ensure(ctx context.Context, o Owner, r Rules) error {
-	var conn *nlConn
-	if b.nft {
-		var err error
-		if conn, err = dialNL(); err != nil {
-			return types.Errorf(types.ErrIO, "%w", err)
-		}
+	conn, err := b.nftConn()
+	if err != nil {
+		return err
+	}
+	if conn != nil {
 		defer conn.close()
 	}
 	for _, v4 := range []bool{true, false} {

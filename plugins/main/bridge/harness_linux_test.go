@@ -118,7 +118,9 @@ func (c *ctr) addr(family int) net.IP {
 }
 
 // reach opens a TCP connection from namespace from to a listener on addr in
-// namespace to (nil = the test's own namespace, the "host").
+// namespace to (nil = the test's own namespace, the "host"). The dial waits
+// up to 10 s: once, in a full run, the 3 s it used to allow (one SYN
+// retransmit) was not enough.
 func reach(from, to *ns.NetNS, addr net.IP) error {
 	var l net.Listener
 	listen := func() (err error) {
@@ -135,7 +137,7 @@ func reach(from, to *ns.NetNS, addr net.IP) error {
 		}
 	}()
 	return in(from, func() error {
-		c, err := net.DialTimeout("tcp", l.Addr().String(), 3*time.Second)
+		c, err := net.DialTimeout("tcp", l.Addr().String(), 10*time.Second)
 		if err != nil {
 			return err
 		}
