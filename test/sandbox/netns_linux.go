@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/ns"
@@ -78,4 +79,21 @@ func makeNS(path string) error {
 		errc <- mountErr
 	}()
 	return <-errc
+}
+
+// RemoveLinkAtEnd deletes the link called name from the test's own
+// namespace when the test ends, after the cleanups registered later (the
+// containers' DELs). Plugins leave bridges in place by design; tests that
+// make one remove it, so no later test meets its subnet or its name.
+func RemoveLinkAtEnd(t testing.TB, name string) {
+	t.Helper()
+	t.Cleanup(func() {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			return // never made, or already gone
+		}
+		if err := netlink.LinkDel(l); err != nil {
+			t.Errorf("removing link %s: %v", name, err)
+		}
+	})
 }

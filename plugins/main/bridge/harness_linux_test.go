@@ -49,6 +49,7 @@ func newNet(t testing.TB, version, br, extra, ipam string) *testNet {
 		members = append(members, `"ipam":`+ipam)
 	}
 	conf := fmt.Sprintf(`{"cniVersion":%q,"name":"net-%s","plugins":[{%s}]}`, version, br, strings.Join(members, ","))
+	sandbox.RemoveLinkAtEnd(t, br)
 	return &testNet{t: t, rt: sandbox.Runtime(t), list: sandbox.ConfList(t, conf), bridge: br}
 }
 

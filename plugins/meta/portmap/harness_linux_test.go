@@ -42,6 +42,7 @@ func newPMNet(t testing.TB, version, backend, br string, octet int) *pmNet {
 	   "ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.%d.0.0/24"}],[{"subnet":"fd00:%d::/64"}]]}},
 	  {"type":"portmap","backend":%q,"capabilities":{"portMappings":true}}]}`,
 		version, br, br, t.TempDir(), octet, octet, backend)
+	sandbox.RemoveLinkAtEnd(t, br)
 	return &pmNet{t: t, rt: sandbox.Runtime(t), list: sandbox.ConfList(t, conf)}
 }
 
