@@ -235,6 +235,7 @@ func newBridgeChain(t *testing.T, v string, i int, c container) *bridgeChain {
 		 "ipam":{"type":"host-local","subnet":"10.98.%d.0/24","dataDir":%q}},
 		%s]}`, v, i, i, t.TempDir(), bc.tuning))
 	bc.rt = &libcni.RuntimeConf{ContainerID: versionID(fmt.Sprintf("br%d", i), v), NetNS: c.netns.Path(), IfName: testIfName}
+	sandbox.RemoveLinkAtEnd(t, fmt.Sprintf("tubr%d", i))
 	return bc
 }
 
