@@ -1,15 +1,12 @@
 package firewall
 
 import (
-	"flag"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"cnisuite/test/golden"
+)
 
 func cidr(t *testing.T, s string) *net.IPNet {
 	t.Helper()
@@ -19,24 +16,6 @@ func cidr(t *testing.T, s string) *net.IPNet {
 	}
 	n.IP = ip
 	return n
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from %s:\n--- got\n%s\n--- want\n%s", name, path, got, want)
-	}
 }
 
 var (
@@ -107,7 +86,7 @@ func TestRender(t *testing.T) {
 				continue
 			}
 			t.Run(tc.name+"/"+kind, func(t *testing.T) {
-				golden(t, tc.name+"."+kind, Render(kind, tc.owner, tc.rules))
+				golden.Check(t, tc.name+"."+kind, Render(kind, tc.owner, tc.rules))
 			})
 		}
 	}
@@ -136,12 +115,12 @@ func TestNFTEnsureScript(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			golden(t, "nft_update_"+tc.name, nftEnsureScript(nftDesired(portOwner, tc.rules), existing))
+			golden.Check(t, "nft_update_"+tc.name, nftEnsureScript(nftDesired(portOwner, tc.rules), existing))
 		})
 	}
 	t.Run("remove", func(t *testing.T) {
-		golden(t, "nft_remove", nftRemoveScript(existing, false))
-		golden(t, "nft_remove_safe", nftRemoveScript(existing, true))
+		golden.Check(t, "nft_remove", nftRemoveScript(existing, false))
+		golden.Check(t, "nft_remove_safe", nftRemoveScript(existing, true))
 	})
 }
 
@@ -150,11 +129,11 @@ func TestIPTPayloads(t *testing.T) {
 	desired := iptDesired(bridgeOwner, r, true)
 	existing := map[string][]string{desired[0].chain: desired[0].rules}
 	moved := Rules{Masq: []Masq{{Addr: *cidr(t, "10.88.0.3/16")}}}
-	golden(t, "ipt_update_masq", iptEnsurePayload(bridgeOwner, iptDesired(bridgeOwner, moved, true), existing))
-	golden(t, "ipt_remove_masq", iptRemovePayload(bridgeOwner, existing))
+	golden.Check(t, "ipt_update_masq", iptEnsurePayload(bridgeOwner, iptDesired(bridgeOwner, moved, true), existing))
+	golden.Check(t, "ipt_remove_masq", iptRemovePayload(bridgeOwner, existing))
 	pd := iptDesired(portOwner, portRules(t, func(*PortMaps) {}), true)
 	pe := withCompanions(portOwner, map[string][]string{pd[0].chain: pd[0].rules})
-	golden(t, "ipt_remove_portmap", iptRemovePayload(portOwner, pe))
+	golden.Check(t, "ipt_remove_portmap", iptRemovePayload(portOwner, pe))
 }
 
 func TestNames(t *testing.T) {

@@ -2,18 +2,14 @@ package main
 
 import (
 	"context"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/ipmath"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
+	"cnisuite/test/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // fakeAttach returns an attachment with a finished dual-stack result whose
 // firewall is fw.
@@ -51,7 +47,7 @@ func TestFirewallRulesGolden(t *testing.T) {
 				if err := at.firewall(ctx); err != nil {
 					t.Fatalf("firewall() = %v", err)
 				}
-				golden(t, filepath.Join("testdata", name+"."+kind+".golden"), fw.Dump())
+				golden.Check(t, name+"."+kind, fw.Dump())
 				if err := at.checkRules(ctx); err != nil {
 					t.Errorf("checkRules() after ADD = %v", err)
 				}
@@ -100,21 +96,4 @@ func errorsJoin(errs ...error) error {
 		}
 	}
 	return nil
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading %s (run with -update to create it): %v", path, err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
 }

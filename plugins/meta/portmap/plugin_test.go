@@ -5,20 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
+	"cnisuite/test/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // fakeHost records host calls.
 type fakeHost struct {
@@ -82,24 +78,6 @@ func conf(extra string) string {
 
 const maps = `,"runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"},{"hostPort":5353,"containerPort":53,"protocol":"udp"}]}`
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from %s:\n--- got\n%s\n--- want\n%s", name, path, got, want)
-	}
-}
-
 func TestAddRules(t *testing.T) {
 	tests := []struct {
 		name, extra string
@@ -129,7 +107,7 @@ func TestAddRules(t *testing.T) {
 				if !strings.Contains(out, `"10.88.0.2/16"`) {
 					t.Errorf("ADD output %s does not pass prevResult on", out)
 				}
-				golden(t, "add_"+tc.name+"."+kind, h.fw.Dump()+"# localnet "+strings.Join(h.host.localnet, ",")+
+				golden.Check(t, "add_"+tc.name+"."+kind, h.fw.Dump()+"# localnet "+strings.Join(h.host.localnet, ",")+
 					"\n# udp flush "+strings.Join(h.host.flushed, "; ")+"\n")
 			})
 		}
