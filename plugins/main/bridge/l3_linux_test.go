@@ -31,7 +31,8 @@ var families = []struct {
 
 // TestLayer3 attaches two containers at every spec version and address
 // family mix: they reach each other and the gateway; CHECK passes; DEL
-// leaves no port. Mixes a version cannot express are refused up front.
+// leaves no port; the bridge MAC stays put as ports come and go. Mixes a
+// version cannot express are refused up front.
 func TestLayer3(t *testing.T) {
 	for i, v := range version.All {
 		for j, fam := range families {
@@ -44,7 +45,9 @@ func TestLayer3(t *testing.T) {
 					wantRefused(t, n)
 					return
 				}
-				a, b := n.add("l3-a"), n.add("l3-b")
+				a := n.add("l3-a")
+				brMAC := hostLink(t, br).Attrs().HardwareAddr.String()
+				b := n.add("l3-b")
 				for _, s := range subnets {
 					fam := 4
 					if strings.Contains(s, ":") {
@@ -65,6 +68,9 @@ func TestLayer3(t *testing.T) {
 				}
 				n.del(a)
 				n.del(b)
+				if got := hostLink(t, br).Attrs().HardwareAddr.String(); got != brMAC {
+					t.Errorf("bridge MAC moved from %s to %s as ports came and went", brMAC, got)
+				}
 				if ports := bridgePorts(t, br); len(ports) != 0 {
 					t.Errorf("ports left after DEL: %v", ports)
 				}
