@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 
 	"cnisuite/pkg/types"
@@ -60,10 +61,44 @@ func (p *Plugin) Run(env []string, stdin io.Reader, stdout, stderr io.Writer) in
 		return 0
 	}
 	inv := &invocation{plugin: p, vars: vars, env: env, stdin: stdin, stdout: stdout, stderr: stderr}
-	if err := inv.run(); err != nil {
+	if err := inv.runGuarded(); err != nil {
 		return printError(stdout, types.ToError(err, inv.errVersion()))
 	}
 	return 0
+}
+
+// runGuarded runs the invocation and turns a panic on its goroutine into a
+// code-999 error, so that the runtime still reads an error object instead
+// of a Go stack. It is a safety net, not error handling: every input a
+// runtime can send is meant to be refused with a proper code before it can
+// panic, and the fuzzer in test/fuzz checks that this net is never reached.
+func (inv *invocation) runGuarded() (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &types.Error{
+				Code:    types.CodeInternal,
+				Msg:     fmt.Sprintf("internal error in plugin %s: %v", inv.plugin.Name, v),
+				Details: "at " + panicSite() + "; please report this as a bug",
+			}
+		}
+	}()
+	return inv.run()
+}
+
+// panicSite returns file:line of the code that panicked: the first frame
+// outside the runtime package, above the deferred recover.
+func panicSite() string {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, "runtime.") {
+			return fmt.Sprintf("%s:%d", f.File, f.Line)
+		}
+		if !more {
+			return "unknown location"
+		}
+	}
 }
 
 // About is the line printed for an empty CNI_COMMAND.

@@ -218,3 +218,23 @@ func TestMissingVerbIsInternalError(t *testing.T) {
 		t.Fatalf("GC on a plugin without GC = %+v, want code 999", o.err)
 	}
 }
+
+// A panic inside a verb is the safety net's case: the runtime still reads
+// one error object with code 999 and the panic's message, and no stack.
+func TestPanicBecomesInternalError(t *testing.T) {
+	var nilMap map[string]*int
+	p := &Plugin{Name: "fragile", Status: func(context.Context, *CmdArgs) error {
+		_ = *nilMap["x"]
+		return nil
+	}}
+	o := run(t, p, []string{"CNI_COMMAND=STATUS", "CNI_PATH=/x"}, conf11)
+	if o.status != 1 || o.err.Code != types.CodeInternal {
+		t.Fatalf("STATUS that panics = %d %+v, want status 1 and code 999", o.status, o.err)
+	}
+	if !strings.Contains(o.err.Msg, "nil pointer dereference") || !strings.Contains(o.err.Details, "skel_test.go:") {
+		t.Errorf("error = %+v, want the panic message and the file:line of the panic", o.err)
+	}
+	if strings.Contains(o.stdout+o.stderr, "goroutine ") {
+		t.Errorf("a Go stack was printed: %q %q", o.stdout, o.stderr)
+	}
+}

@@ -11,11 +11,21 @@ import (
 // DecodeResult reads a result written at any supported version. A result
 // without cniVersion is read at fallbackVersion.
 func DecodeResult(data []byte, fallbackVersion string) (*Result, error) {
+	return decodeResult(data, fallbackVersion, "")
+}
+
+// decodeResult reads a result found at the JSON path root ("" for a whole
+// document, "prevResult" inside a configuration); errors name paths below it.
+func decodeResult(data []byte, fallbackVersion, root string) (*Result, error) {
+	what := root
+	if what == "" {
+		what = "result"
+	}
 	var head struct {
 		CNIVersion string `json:"cniVersion"`
 	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return nil, Errorf(ErrDecoding, "decoding result: %w", err)
+	if err := decodeJSON(data, &head, root); err != nil {
+		return nil, Errorf(ErrDecoding, "decoding %s: %w", what, err)
 	}
 	v := head.CNIVersion
 	if v == "" {
@@ -23,40 +33,42 @@ func DecodeResult(data []byte, fallbackVersion string) (*Result, error) {
 	}
 	fam, err := version.FamilyOf(v)
 	if err != nil {
-		return nil, Errorf(ErrIncompatibleVersion, "result: %w", err)
+		return nil, Errorf(ErrIncompatibleVersion, "%s: %w", what, err)
 	}
 	var r *Result
 	switch fam {
 	case version.Family100:
-		r, err = decode100(data)
+		r, err = decode100(data, root)
 	case version.Family040:
-		r, err = decode040(data)
+		r, err = decode040(data, root)
 	default:
-		r, err = decode020(data)
+		r, err = decode020(data, root)
 	}
 	if err == nil {
-		err = r.validate()
+		err = r.validate(root)
 	}
 	if err != nil {
-		return nil, Errorf(ErrDecoding, "decoding result at version %s: %w", v, err)
+		return nil, Errorf(ErrDecoding, "decoding %s at cniVersion %s: %w", what, v, err)
 	}
 	r.CNIVersion = v
 	return r, nil
 }
 
 // validate refuses results with holes no version can print.
-func (r *Result) validate() error {
+func (r *Result) validate(root string) error {
 	for i, ip := range r.IPs {
+		at := joinPath(root, fmt.Sprintf("ips[%d]", i))
 		if ip.Address.IP == nil || ip.Address.Mask == nil {
-			return fmt.Errorf("ips[%d]: address missing", i)
+			return fmt.Errorf("%s: address missing", at)
 		}
 		if ip.Interface != nil && (*ip.Interface < 0 || *ip.Interface >= len(r.Interfaces)) {
-			return fmt.Errorf("ips[%d]: interface index %d out of range", i, *ip.Interface)
+			return fmt.Errorf("%s.interface: index %d is out of range: the result has %d interfaces",
+				at, *ip.Interface, len(r.Interfaces))
 		}
 	}
 	for i, rt := range r.Routes {
 		if rt.Dst.IP == nil || rt.Dst.Mask == nil {
-			return fmt.Errorf("routes[%d]: dst missing", i)
+			return fmt.Errorf("%s: dst missing", joinPath(root, fmt.Sprintf("routes[%d]", i)))
 		}
 	}
 	return nil
@@ -155,9 +167,9 @@ func encode100(r *Result, v string) *result100 {
 	return w
 }
 
-func decode100(data []byte) (*Result, error) {
+func decode100(data []byte, root string) (*Result, error) {
 	var w result100
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := decodeJSON(data, &w, root); err != nil {
 		return nil, err
 	}
 	r := &Result{Routes: w.Routes}

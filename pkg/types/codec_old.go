@@ -1,7 +1,6 @@
 package types
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 )
@@ -46,18 +45,19 @@ func encode040(r *Result, v string) *result040 {
 	return w
 }
 
-func decode040(data []byte) (*Result, error) {
+func decode040(data []byte, root string) (*Result, error) {
 	var w result040
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := decodeJSON(data, &w, root); err != nil {
 		return nil, err
 	}
 	r := &Result{Routes: routesNew(w.Routes), DNS: w.DNS}
 	for _, i := range w.Interfaces {
 		r.Interfaces = append(r.Interfaces, &Interface{Name: i.Name, Mac: i.Mac, Sandbox: i.Sandbox})
 	}
-	for _, ip := range w.IPs {
+	for i, ip := range w.IPs {
 		if ip.Version != "" && ip.Version != fmt.Sprint(family(ip.Address.IP)) {
-			return nil, fmt.Errorf("ips: address %s does not match version %q", IPNet(ip.Address), ip.Version)
+			return nil, fmt.Errorf("%s: address %s does not match version %q",
+				joinPath(root, fmt.Sprintf("ips[%d]", i)), IPNet(ip.Address), ip.Version)
 		}
 		r.IPs = append(r.IPs, &IPConfig{ip.Interface, net.IPNet(ip.Address), normIP(ip.Gateway)})
 	}
@@ -101,9 +101,9 @@ func encode020(r *Result, v string) *result020 {
 	return w
 }
 
-func decode020(data []byte) (*Result, error) {
+func decode020(data []byte, root string) (*Result, error) {
 	var w result020
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := decodeJSON(data, &w, root); err != nil {
 		return nil, err
 	}
 	r := &Result{DNS: w.DNS}

@@ -34,9 +34,11 @@ type Attachment struct {
 	IfName      string `json:"ifname"`
 }
 
-// Decode decodes a JSON document into v; a failure wraps ErrDecoding.
+// Decode decodes a network configuration into v. A failure wraps
+// ErrDecoding and names the JSON path at fault; a null where a list element
+// or map value must be an object is a failure too.
 func Decode(data []byte, v any) error {
-	if err := json.Unmarshal(data, v); err != nil {
+	if err := decodeJSON(data, v, ""); err != nil {
 		return Errorf(ErrDecoding, "decoding network configuration: %w", err)
 	}
 	return nil
@@ -54,11 +56,7 @@ func (c *NetConf) PrevResult() (*Result, error) {
 	if version == "" {
 		version = "0.1.0"
 	}
-	r, err := DecodeResult(raw, version)
-	if err != nil {
-		return nil, Errorf(ErrDecoding, "prevResult: %w", err)
-	}
-	return r, nil
+	return decodeResult(raw, version, "prevResult")
 }
 
 // GCAttachments returns the valid attachments of a GC call, read from both
