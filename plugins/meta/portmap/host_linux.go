@@ -19,11 +19,14 @@ type linuxHost struct{}
 // Equivalent to: sysctl -w net.ipv4.conf.$(ip route get $ip | dev).route_localnet=1
 func (linuxHost) EnableLocalnet(ip net.IP) error {
 	routes, err := netlink.RouteGet(ip)
+	if errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EHOSTUNREACH) {
+		return fmt.Errorf("%w (route to %s: %w)", errNoRoute, ip, err)
+	}
 	if err != nil {
 		return fmt.Errorf("route to %s: %w", ip, err)
 	}
-	if len(routes) == 0 {
-		return fmt.Errorf("no route to %s", ip)
+	if len(routes) == 0 || routes[0].LinkIndex == 0 {
+		return fmt.Errorf("%w (%s)", errNoRoute, ip)
 	}
 	// Read and, when needed, written over netlink: a lookup under
 	// /proc/sys/net grows with the number of namespaces on the machine.

@@ -20,9 +20,13 @@ import (
 type fakeHost struct {
 	localnet []string
 	flushed  []string
+	noRoute  bool // the node routes no container address
 }
 
 func (h *fakeHost) EnableLocalnet(ip net.IP) error {
+	if h.noRoute {
+		return fmt.Errorf("%w (%s)", errNoRoute, ip)
+	}
 	h.localnet = append(h.localnet, ip.String())
 	return nil
 }
@@ -37,9 +41,10 @@ func (h *fakeHost) FlushUDP(v4 bool, ports []int) error {
 }
 
 type harness struct {
-	fw    *firewall.Fake
-	host  *fakeHost
-	kinds []string // backend kinds asked for
+	fw     *firewall.Fake
+	host   *fakeHost
+	kinds  []string // backend kinds asked for
+	stderr string   // of the last run
 }
 
 func newHarness(kind string) *harness {
@@ -57,7 +62,9 @@ func (h *harness) run(t *testing.T, command, conf string, env ...string) (string
 	base := []string{"CNI_COMMAND=" + command, "CNI_CONTAINERID=ctr1", "CNI_NETNS=/nonexistent/netns",
 		"CNI_IFNAME=eth0", "CNI_PATH=/nonexistent"}
 	var stdout, stderr bytes.Buffer
-	if code := sp.Run(append(base, env...), strings.NewReader(conf), &stdout, &stderr); code != 0 {
+	code := sp.Run(append(base, env...), strings.NewReader(conf), &stdout, &stderr)
+	h.stderr = stderr.String()
+	if code != 0 {
 		var e types.Error
 		if err := json.Unmarshal(stdout.Bytes(), &e); err != nil {
 			t.Fatalf("%s: exit %d, stdout %q: %v", command, code, stdout.String(), err)
@@ -195,5 +202,22 @@ func TestConflictIsReported(t *testing.T) {
 	}
 	if !errors.Is(h.fw.Err, firewall.ErrConflict) {
 		t.Fatal("unreachable")
+	}
+}
+
+// A node without a route to the container yet (routes from a later plugin
+// or a routing daemon): ADD keeps the mappings, as the reference does, and
+// says on stderr that the 127.0.0.1 ones need a route.
+func TestAddWithoutRouteToContainer(t *testing.T) {
+	h := newHarness("nftables")
+	h.host.noRoute = true
+	if _, e := h.run(t, "ADD", conf(`,"snat":true`+maps)); e != nil {
+		t.Fatalf("ADD without a route = %+v, want success", e)
+	}
+	if dump := h.fw.Dump(); !strings.Contains(dump, "8080") {
+		t.Errorf("mappings missing after ADD without a route:\n%s", dump)
+	}
+	if !strings.Contains(h.stderr, "127.0.0.1 need a route to 10.88.0.2") {
+		t.Errorf("stderr = %q, want a line saying 127.0.0.1 mappings need a route", h.stderr)
 	}
 }

@@ -11,9 +11,15 @@ import (
 	"cnisuite/pkg/types"
 )
 
+// errNoRoute is EnableLocalnet's answer when the node has no route to the
+// container's address (yet): routes may come from a later plugin of the
+// chain or from a routing daemon.
+var errNoRoute = errors.New("the node has no route to the container's address")
+
 // hostOps are the node-side kernel calls besides the firewall.
 type hostOps interface {
-	// EnableLocalnet sets route_localnet on the interface routing to ip.
+	// EnableLocalnet sets route_localnet on the interface routing to ip; it
+	// wraps errNoRoute when there is no such interface.
 	EnableLocalnet(ip net.IP) error
 	// FlushUDP deletes the UDP conntrack entries whose original destination
 	// port is one of ports.
@@ -65,12 +71,31 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 		return nil, err
 	}
 	if v4 != nil && pm.SNAT && !pm.MasqAll {
-		if err := p.host.EnableLocalnet(v4.IP); err != nil {
-			return nil, types.Errorf(types.ErrIO, "route_localnet for %s: %w", v4.IP, err)
+		if err := p.enableLocalnet(a, v4.IP); err != nil {
+			return nil, err
 		}
 	}
 	p.flushUDP(a, pm.Mappings, v4 != nil, v6 != nil)
 	return prev, nil
+}
+
+// enableLocalnet lets 127.0.0.1:hostPort reach the container. Without a
+// route to the container the mappings stay in place, as the reference
+// plugin keeps them: only the 127.0.0.1 ones cannot work until a route
+// exists, and stderr says so.
+func (p *plugin) enableLocalnet(a *skel.CmdArgs, ip net.IP) error {
+	err := p.host.EnableLocalnet(ip)
+	if errors.Is(err, errNoRoute) {
+		if a.Stderr != nil {
+			fmt.Fprintf(a.Stderr, "portmap: %v; mappings from 127.0.0.1 need a route to %s and "+
+				"route_localnet on its interface, so they will not work until both exist\n", err, ip)
+		}
+		return nil
+	}
+	if err != nil {
+		return types.Errorf(types.ErrIO, "route_localnet for %s: %w", ip, err)
+	}
+	return nil
 }
 
 // flushUDP drops UDP conntrack entries of the host ports, after the rules
