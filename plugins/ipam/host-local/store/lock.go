@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"time"
 
@@ -100,9 +101,16 @@ func (s *Store) Unlock() error {
 }
 
 // cleanTemporaries removes temporary files a crashed run may have left.
+// It looks before it removes: on a read-only file system unlink(2) fails
+// even for a name that does not exist, and a DEL with nothing to release
+// must not fail over a file the user never heard of.
 func (s *Store) cleanTemporaries() error {
-	if err := removeIfExists(s.path(leaseTmpName)); err != nil {
-		return ioErr("removing temporary lease", err)
+	tmp := s.path(leaseTmpName)
+	if _, err := os.Lstat(tmp); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := removeIfExists(tmp); err != nil {
+		return ioErr("removing the temporary lease file a crashed run left", err)
 	}
 	return nil
 }

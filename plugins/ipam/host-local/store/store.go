@@ -26,6 +26,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"cnisuite/pkg/types"
 )
 
@@ -167,14 +169,32 @@ func (s *Store) Release(ip net.IP) (err error) {
 	if err != nil || !ok {
 		return err
 	}
+	if err := s.releaseLease(owner, ip); err != nil {
+		return releaseErr(ip, owner, s.dir, err)
+	}
+	return nil
+}
+
+func (s *Store) releaseLease(owner types.Attachment, ip net.IP) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
 	if err := removeIfExists(s.path(leaseName(ip))); err != nil {
-		return ioErr("releasing lease", err)
+		return ioErr("removing lease file", err)
 	}
 	s.point("lease-removed")
 	return s.indexRemove(owner, ip)
+}
+
+// releaseErr names the lease that could not be released and why, in the
+// user's words when the reason is a read-only lease directory (the files
+// it failed on are ours, not the user's).
+func releaseErr(ip net.IP, owner types.Attachment, dir string, err error) error {
+	what := fmt.Sprintf("cannot release the lease of %s held by container %q interface %q", ip, owner.ContainerID, owner.IfName)
+	if errors.Is(err, unix.EROFS) {
+		return ioErr(what, fmt.Errorf("the lease directory %s is on a read-only file system", dir))
+	}
+	return ioErr(what, err)
 }
 
 // Owner returns the attachment a lease file names, with IfName empty for a
