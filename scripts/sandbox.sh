@@ -6,10 +6,29 @@
 #
 #   scripts/sandbox.sh go test ./...
 #
+# /tmp itself is left alone, so a checkout or Go cache under /tmp stays
+# visible: temporary files go to a private TMPDIR on the sandbox's own /run.
 # Inside, CNISUITE_SANDBOX=1 is set; privileged tests refuse to run without it.
 set -euo pipefail
 
-STATE_DIRS=(/tmp /run /var/lib/cni /etc/cni /opt/cni /var/lib/containers /var/lib/containerd /etc/containers)
+STATE_DIRS=(/run /var/lib/cni /etc/cni /opt/cni /var/lib/containers /var/lib/containerd /etc/containers)
+SANDBOX_TMP=/run/cnisuite-tmp
+
+# refuse_hidden fails when a directory the command needs lies under a place
+# the sandbox replaces with an empty tmpfs.
+refuse_hidden() {
+	local what=$1 path=$2 d
+	[ -n "$path" ] || return 0
+	path=$(readlink -m "$path")
+	for d in "${STATE_DIRS[@]}"; do
+		case "$path/" in
+		"$d"/*)
+			echo "sandbox: $what $path lies under $d, which the sandbox replaces with an empty tmpfs; move it elsewhere (anywhere else works, /tmp included)" >&2
+			exit 1
+			;;
+		esac
+	done
+}
 
 if [ "${1:-}" = "--inside" ]; then
 	shift
@@ -18,6 +37,8 @@ if [ "${1:-}" = "--inside" ]; then
 		mount -t tmpfs -o mode=0755 tmpfs "$d"
 	done
 	mkdir -p /run/netns /run/lock
+	mkdir -m 1777 "$SANDBOX_TMP"
+	export TMPDIR=$SANDBOX_TMP
 	# A sysfs of this namespace, so /sys/class/net shows only our links.
 	mount -t sysfs sysfs /sys
 	ip link set lo up
@@ -31,5 +52,11 @@ fi
 if [ "$(id -u)" != 0 ]; then
 	echo "sandbox: network namespaces need root; run as root (for example: sudo make test)" >&2
 	exit 1
+fi
+refuse_hidden "the working directory" "$PWD"
+refuse_hidden "the script's checkout" "$(dirname "$0")"
+if command -v go >/dev/null; then
+	refuse_hidden "GOCACHE" "$(go env GOCACHE)"
+	refuse_hidden "GOMODCACHE" "$(go env GOMODCACHE)"
 fi
 exec unshare --net --mount --propagation private -- "$0" --inside "$@"
