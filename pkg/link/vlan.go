@@ -1,6 +1,9 @@
 package link
 
-import "sort"
+import (
+	"fmt"
+	"sort"
+)
 
 // VlanEntry is one VLAN of a bridge port, as `bridge vlan add` takes it.
 type VlanEntry struct {
@@ -62,4 +65,10 @@ func SortedVlanIDs(ids []int) []int {
 		n++
 	}
 	return out[:n]
+}
+
+// VlanGatewayName is the name of the host interface that carries the gateway
+// address of a VLAN: "<bridge>.<vlan>".
+func VlanGatewayName(bridge string, vlan int) string {
+	return fmt.Sprintf("%s.%d", bridge, vlan)
 }

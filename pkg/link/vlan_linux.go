@@ -53,12 +53,6 @@ func PortVlans(h *netlink.Handle, l netlink.Link) ([]VlanEntry, error) {
 	return out, nil
 }
 
-// VlanGatewayName is the name of the host interface that carries the gateway
-// address of a VLAN: "<bridge>.<vlan>".
-func VlanGatewayName(bridge string, vlan int) string {
-	return fmt.Sprintf("%s.%d", bridge, vlan)
-}
-
 // EnsureVlanGateway returns the host interface "<bridge>.<vlan>" that carries
 // a VLAN's gateway address, creating it when missing: one end of a veth pair
 // whose other end is an access port of the VLAN on the bridge.

@@ -1,6 +1,7 @@
 package types
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"unicode"
@@ -32,20 +33,38 @@ func ValidateNetworkName(name string) error {
 	return nil
 }
 
-// ValidateIfName checks an interface name the way the kernel and the
-// specification want it; a bad one wraps ErrInvalidEnv.
+// ValidateIfName checks the interface name of CNI_IFNAME the way the kernel
+// and the specification want it; a bad one wraps ErrInvalidEnv.
 func ValidateIfName(name string) error {
-	switch {
-	case name == "":
-		return Errorf(ErrInvalidEnv, "CNI_IFNAME: interface name is empty")
-	case len(name) > MaxIfNameLen:
-		return Errorf(ErrInvalidEnv, "CNI_IFNAME %q: longer than %d bytes", name, MaxIfNameLen)
-	case name == "." || name == "..":
-		return Errorf(ErrInvalidEnv, "CNI_IFNAME %q: not a valid interface name", name)
-	case strings.ContainsAny(name, "/:"):
-		return Errorf(ErrInvalidEnv, "CNI_IFNAME %q: must not contain '/' or ':'", name)
-	case strings.IndexFunc(name, unicode.IsSpace) >= 0:
-		return Errorf(ErrInvalidEnv, "CNI_IFNAME %q: must not contain whitespace", name)
+	if why := ifNameProblem(name); why != "" {
+		return Errorf(ErrInvalidEnv, "CNI_IFNAME %q: %s", name, why)
 	}
 	return nil
+}
+
+// ValidateLinkName checks an interface name given in the network
+// configuration under key (a bridge name, say) by the same rules as
+// ValidateIfName; a bad one wraps ErrInvalidConfig.
+func ValidateLinkName(key, name string) error {
+	if why := ifNameProblem(name); why != "" {
+		return Errorf(ErrInvalidConfig, "%s %q: %s", key, name, why)
+	}
+	return nil
+}
+
+// ifNameProblem says what is wrong with an interface name, or returns "".
+func ifNameProblem(name string) string {
+	switch {
+	case name == "":
+		return "interface name is empty"
+	case len(name) > MaxIfNameLen:
+		return fmt.Sprintf("longer than %d bytes", MaxIfNameLen)
+	case name == "." || name == "..":
+		return "not a valid interface name"
+	case strings.ContainsAny(name, "/:"):
+		return "must not contain '/' or ':'"
+	case strings.IndexFunc(name, unicode.IsSpace) >= 0:
+		return "must not contain whitespace"
+	}
+	return ""
 }

@@ -74,3 +74,16 @@ func (c *NetConf) GCAttachments() []Attachment {
 	}
 	return out
 }
+
+// RequirePrevResult returns the prevResult that plugin needs for verb. A
+// configuration without one is invalid (code 7), in the same words for
+// every plugin.
+func (c *NetConf) RequirePrevResult(plugin, verb string) (*Result, error) {
+	r, err := c.PrevResult()
+	if err != nil || r != nil {
+		return r, err
+	}
+	return nil, Errorf(ErrInvalidConfig,
+		"prevResult: required prevResult missing: %s %s needs the result of the plugins before it in the chain, which the runtime passes as prevResult",
+		plugin, verb)
+}

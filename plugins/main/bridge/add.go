@@ -34,7 +34,9 @@ func (p *plugin) cmdAdd(ctx context.Context, a *skel.CmdArgs) (*types.Result, er
 	defer at.close()
 	res, err := at.add(ctx)
 	if err != nil {
-		at.undo.run(a.Stderr)
+		if uerr := at.undo.Run(); uerr != nil && a.Stderr != nil {
+			fmt.Fprintf(a.Stderr, "bridge: cleanup after failed ADD: %v\n", uerr)
+		}
 		return nil, err
 	}
 	return res, nil
@@ -119,7 +121,7 @@ func (at *attach) runIPAM(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err)
 	}
-	at.undo.push("IPAM ADD", func() error {
+	at.undo.Push("IPAM ADD", func() error {
 		return invoke.DelegateDel(context.WithoutCancel(ctx), a, conf.IPAM.Type, a.StdinData)
 	})
 	if len(ipamRes.IPs) == 0 {

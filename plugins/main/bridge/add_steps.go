@@ -27,7 +27,7 @@ func (at *attach) setupVeth(context.Context) error {
 		return err
 	}
 	hostName := pair.Host.Attrs().Name
-	at.undo.push("veth "+hostName, func() error { return link.DeleteLink(at.host, hostName) })
+	at.undo.Push("veth "+hostName, func() error { return link.DeleteLink(at.host, hostName) })
 	if err := link.DisableRA(hostName); err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (at *attach) installRules(ctx context.Context, r fwRules) error {
 	if err := fw.Ensure(ctx, o, r); err != nil {
 		return fmt.Errorf("ipMasq/macspoofchk rules: %w", err)
 	}
-	at.undo.push("firewall rules", func() error { return fw.Remove(context.WithoutCancel(ctx), o) })
+	at.undo.Push("firewall rules", func() error { return fw.Remove(context.WithoutCancel(ctx), o) })
 	return nil
 }
 

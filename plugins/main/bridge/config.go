@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
-	"unicode"
 
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/types"
@@ -105,7 +103,7 @@ func (c *NetConf) backend() string {
 }
 
 func (c *NetConf) validate() error {
-	errs := []error{validateBridgeName(c.BrName), c.validateVlans(), c.validateExpressible()}
+	errs := []error{types.ValidateLinkName("bridge", c.BrName), c.validateVlans(), c.validateExpressible()}
 	invalid := func(format string, a ...any) {
 		errs = append(errs, types.Errorf(types.ErrInvalidConfig, format, a...))
 	}
@@ -124,23 +122,6 @@ func (c *NetConf) validate() error {
 		invalid("ipMasqBackend %q: must be %q or %q (or absent for automatic)", b, backendIPTables, backendNFTables)
 	}
 	return errors.Join(errs...)
-}
-
-func validateBridgeName(name string) error {
-	bad := func(why string) error { return types.Errorf(types.ErrInvalidConfig, "bridge %q: %s", name, why) }
-	switch {
-	case name == "":
-		return bad("must not be empty")
-	case len(name) > types.MaxIfNameLen:
-		return bad(fmt.Sprintf("longer than %d bytes", types.MaxIfNameLen))
-	case name == "." || name == "..":
-		return bad("not a valid interface name")
-	case strings.ContainsAny(name, "/:"):
-		return bad("must not contain '/' or ':'")
-	case strings.IndexFunc(name, unicode.IsSpace) >= 0:
-		return bad("must not contain whitespace")
-	}
-	return nil
 }
 
 // validateVlans checks vlan and vlanTrunk and fills trunkIDs.
@@ -167,7 +148,7 @@ func (c *NetConf) validateVlans() error {
 }
 
 // VlanGatewayName is the host interface carrying a VLAN's gateway address.
-func (c *NetConf) VlanGatewayName() string { return fmt.Sprintf("%s.%d", c.BrName, c.Vlan) }
+func (c *NetConf) VlanGatewayName() string { return link.VlanGatewayName(c.BrName, c.Vlan) }
 
 func (e TrunkEntry) ids() ([]int, error) {
 	validID := func(what string, v *int) error {

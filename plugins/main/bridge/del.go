@@ -55,7 +55,7 @@ func loadDelConf(data []byte, stderr io.Writer) (*NetConf, error) {
 	if err := types.Decode(data, conf); err != nil {
 		return nil, err
 	}
-	if err := validateBridgeName(conf.BrName); err != nil {
+	if err := types.ValidateLinkName("bridge", conf.BrName); err != nil {
 		return nil, err
 	}
 	if conf.CNIVersion == "" {

@@ -71,7 +71,9 @@ func TestFirewallUndoOnFailedAdd(t *testing.T) {
 	if err := at.firewall(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	at.undo.run(nil)
+	if err := at.undo.Run(); err != nil {
+		t.Fatalf("undo: %v", err)
+	}
 	if d := fw.Dump(); d != "" {
 		t.Errorf("rules left after a failed ADD:\n%s", d)
 	}

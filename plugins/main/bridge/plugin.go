@@ -16,6 +16,7 @@ import (
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
+	"cnisuite/pkg/undo"
 )
 
 // plugin holds what the commands depend on beyond their arguments.
@@ -36,7 +37,7 @@ type attach struct {
 	host  *netlink.Handle
 	cont  *netlink.Handle // nil with netns
 	fw    fwBackend       // nil until needed
-	undo  undoStack
+	undo  undo.Stack
 	res   *types.Result
 	br    *netlink.Bridge
 	// hostLink is the host veth as last read (ADD).

@@ -51,7 +51,7 @@ func cmdAdd(_ context.Context, a *skel.CmdArgs) (*types.Result, error) {
 		return err
 	})
 	if err != nil {
-		return nil, netnsError(a.Netns, err)
+		return nil, ns.CNIError(a.Netns, err)
 	}
 	if prev != nil {
 		// Chained after another plugin: pass its result through.
@@ -88,7 +88,7 @@ func cmdCheck(_ context.Context, a *skel.CmdArgs) error {
 		}
 		return nil
 	})
-	return netnsError(a.Netns, err)
+	return ns.CNIError(a.Netns, err)
 }
 
 // cmdDel sets lo down; a namespace that is gone already is success.
@@ -109,7 +109,7 @@ func cmdDel(_ context.Context, a *skel.CmdArgs) error {
 	if errors.Is(err, ns.ErrNotExist) {
 		return nil
 	}
-	return netnsError(a.Netns, err)
+	return ns.CNIError(a.Netns, err)
 }
 
 // cmdGC has nothing to collect: loopback keeps no state outside the
@@ -122,13 +122,5 @@ func cmdGC(_ context.Context, a *skel.CmdArgs) error {
 // cmdStatus is always ready: bringing lo up needs nothing from the node.
 func cmdStatus(_ context.Context, a *skel.CmdArgs) error {
 	_, err := parseConfig(a)
-	return err
-}
-
-// netnsError marks a namespace that cannot be opened as a bad CNI_NETNS.
-func netnsError(path string, err error) error {
-	if errors.Is(err, ns.ErrNotExist) || errors.Is(err, ns.ErrNotNetNS) {
-		return types.Errorf(types.ErrInvalidEnv, "CNI_NETNS %q: %w", path, err)
-	}
 	return err
 }

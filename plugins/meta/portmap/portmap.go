@@ -51,12 +51,9 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 	if err != nil {
 		return nil, err
 	}
-	prev, err := c.PrevResult()
+	prev, err := c.RequirePrevResult("portmap", "ADD")
 	if err != nil {
 		return nil, err
-	}
-	if prev == nil {
-		return nil, types.Errorf(types.ErrInvalidConfig, "prevResult: missing; portmap must be called as a chained plugin")
 	}
 	v4, v6 := containerAddrs(prev, a.IfName)
 	if len(c.RuntimeConfig.PortMaps) == 0 || v4 == nil && v6 == nil {
@@ -149,12 +146,9 @@ func (p *plugin) Check(ctx context.Context, a *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	prev, err := c.PrevResult()
+	prev, err := c.RequirePrevResult("portmap", "CHECK")
 	if err != nil {
 		return err
-	}
-	if prev == nil {
-		return types.Errorf(types.ErrInvalidConfig, "prevResult: required for CHECK")
 	}
 	v4, v6 := containerAddrs(prev, a.IfName)
 	if len(c.RuntimeConfig.PortMaps) == 0 || v4 == nil && v6 == nil {

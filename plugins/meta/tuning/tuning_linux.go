@@ -12,6 +12,7 @@ import (
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/sysctl"
 	"cnisuite/pkg/types"
+	"cnisuite/pkg/undo"
 	"cnisuite/pkg/version"
 )
 
@@ -42,13 +43,9 @@ func (t *tuner) load(a *skel.CmdArgs) (*Config, *types.Result, error) {
 			return nil, nil, err
 		}
 	}
-	prev, err := c.PrevResult()
+	prev, err := c.RequirePrevResult("tuning", a.Command)
 	if err != nil {
 		return nil, nil, err
-	}
-	if prev == nil {
-		return nil, nil, types.Errorf(types.ErrInvalidConfig,
-			"prevResult: required prevResult missing: tuning is a chained plugin and must follow the plugin that creates %q", a.IfName)
 	}
 	return c, prev, nil
 }
@@ -72,17 +69,9 @@ func (t *tuner) Add(_ context.Context, a *skel.CmdArgs) (*types.Result, error) {
 		return err
 	})
 	if err != nil {
-		return nil, netnsError(a.Netns, err)
+		return nil, ns.CNIError(a.Netns, err)
 	}
 	return resultFor(prev, a.IfName, c, after), nil
-}
-
-// netnsError gives a namespace that cannot be entered its CNI kind.
-func netnsError(path string, err error) error {
-	if errors.Is(err, ns.ErrNotExist) || errors.Is(err, ns.ErrNotNetNS) {
-		return types.Errorf(types.ErrInvalidEnv, "CNI_NETNS %q: %w", path, err)
-	}
-	return err
 }
 
 // apply runs inside the container namespace: it records the current
@@ -106,18 +95,18 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs
 	if err != nil {
 		return linkAttrs{}, err
 	}
-	var undo undoStack
-	err = t.writeSysctls(settings, st.Sysctl, &undo)
+	var rollback undo.Stack
+	err = t.writeSysctls(settings, st.Sysctl, &rollback)
 	for _, ch := range changes {
 		if err != nil {
 			break
 		}
 		if err = ch.apply(link); err == nil {
-			undo.push(func() error { return ch.undo(link) })
+			rollback.Push("attribute change", func() error { return ch.undo(link) })
 		}
 	}
 	if err != nil {
-		err = errors.Join(kernelError(err), undo.run())
+		err = errors.Join(kernelError(err), undoErr(rollback.Run()))
 		if fresh {
 			err = errors.Join(err, store.Remove(a.ContainerID, a.IfName))
 		}
@@ -168,9 +157,9 @@ func (t *tuner) readSysctls(settings []Setting) ([]Setting, error) {
 	return out, nil
 }
 
-// writeSysctls writes the settings in order, pushing on undo the write of
+// writeSysctls writes the settings in order, pushing on rollback the write of
 // each original value.
-func (t *tuner) writeSysctls(settings, originals []Setting, undo *undoStack) error {
+func (t *tuner) writeSysctls(settings, originals []Setting, rollback *undo.Stack) error {
 	fsys := sysctl.FS{Root: t.sysRoot}
 	orig := map[string]string{}
 	for _, o := range originals {
@@ -181,7 +170,7 @@ func (t *tuner) writeSysctls(settings, originals []Setting, undo *undoStack) err
 			return fmt.Errorf("sysctl %q: %w", s.Path, err)
 		}
 		path, value := s.Path, orig[s.Path]
-		undo.push(func() error { return fsys.Set(path, value) })
+		rollback.Push("sysctl "+path, func() error { return fsys.Set(path, value) })
 	}
 	return nil
 }
@@ -220,19 +209,9 @@ func resultFor(prev *types.Result, ifName string, c *Config, after linkAttrs) *t
 	return r
 }
 
-// undoStack holds the inverses of the steps done so far.
-type undoStack []func() error
-
-func (u *undoStack) push(f func() error) { *u = append(*u, f) }
-
-// run undoes every step, latest first, and returns every failure.
-func (u *undoStack) run() error {
-	var errs []error
-	for i := len(*u) - 1; i >= 0; i-- {
-		errs = append(errs, (*u)[i]())
-	}
-	*u = nil
-	if err := errors.Join(errs...); err != nil {
+// undoErr names the undo in the error ADD returns.
+func undoErr(err error) error {
+	if err != nil {
 		return fmt.Errorf("undoing tuning changes: %w", err)
 	}
 	return nil

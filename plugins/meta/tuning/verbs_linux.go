@@ -34,7 +34,7 @@ func (t *tuner) Check(_ context.Context, a *skel.CmdArgs) error {
 	err = ns.Do(a.Netns, func() error {
 		return errors.Join(t.checkSysctls(settings), checkAttrs(c, a.IfName))
 	})
-	return netnsError(a.Netns, err)
+	return ns.CNIError(a.Netns, err)
 }
 
 func (t *tuner) checkSysctls(settings []Setting) error {
