@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/ns"
@@ -74,8 +75,9 @@ func (t *tuner) Add(_ context.Context, a *skel.CmdArgs) (*types.Result, error) {
 	return resultFor(prev, a.IfName, c, after), nil
 }
 
-// apply runs inside the container namespace: it records the current
-// values, saves them, then changes them, undoing its changes on failure.
+// apply runs inside the container namespace in four steps: read the
+// link, plan the changes, save the original values, write. A failed write
+// is undone, and the state file it saved removed if it was new.
 func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs, error) {
 	link, before, err := readLink(a.IfName)
 	if err != nil {
@@ -85,9 +87,8 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs
 	if len(settings) == 0 && len(changes) == 0 {
 		return before, nil
 	}
-	st := &State{Network: c.Name}
-	snapshotAttrs(st, c, before)
-	if st.Sysctl, err = t.readSysctls(settings); err != nil {
+	st, err := t.originals(c, before, settings)
+	if err != nil {
 		return linkAttrs{}, err
 	}
 	store := Store{Dir: c.DataDir}
@@ -95,8 +96,31 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs
 	if err != nil {
 		return linkAttrs{}, err
 	}
+	if err := t.write(link, settings, st.Sysctl, changes); err != nil {
+		if fresh {
+			err = errors.Join(err, store.Remove(a.ContainerID, a.IfName))
+		}
+		return linkAttrs{}, err
+	}
+	_, after, err := readLink(a.IfName)
+	return after, err
+}
+
+// originals returns the state DEL will restore: the link attributes c
+// changes and the current value of every sysctl it writes.
+func (t *tuner) originals(c *Config, before linkAttrs, settings []Setting) (*State, error) {
+	st := &State{Network: c.Name}
+	snapshotAttrs(st, c, before)
+	var err error
+	st.Sysctl, err = t.readSysctls(settings)
+	return st, err
+}
+
+// write sets the sysctls, then the link attributes; on failure it undoes
+// what it did, last first, and returns the failure with any undo error.
+func (t *tuner) write(link netlink.Link, settings, originals []Setting, changes []attrChange) error {
 	var rollback undo.Stack
-	err = t.writeSysctls(settings, st.Sysctl, &rollback)
+	err := t.writeSysctls(settings, originals, &rollback)
 	for _, ch := range changes {
 		if err != nil {
 			break
@@ -106,14 +130,9 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs
 		}
 	}
 	if err != nil {
-		err = errors.Join(kernelError(err), undoErr(rollback.Run()))
-		if fresh {
-			err = errors.Join(err, store.Remove(a.ContainerID, a.IfName))
-		}
-		return linkAttrs{}, err
+		return errors.Join(kernelError(err), undoErr(rollback.Run()))
 	}
-	_, after, err := readLink(a.IfName)
-	return after, err
+	return nil
 }
 
 // saveState writes st, merged under the state of an earlier ADD of the
