@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"cnisuite/pkg/calllog"
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/version"
@@ -22,6 +23,9 @@ type invocation struct {
 	stderr io.Writer
 
 	confVersion string
+	result      []byte // what ADD printed
+	log         *calllog.Call
+	network     string
 }
 
 func (inv *invocation) errVersion() string {
@@ -103,9 +107,11 @@ func (inv *invocation) readConfig(a *CmdArgs) error {
 		CNIVersion string `json:"cniVersion"`
 		Name       string `json:"name"`
 	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return types.Errorf(types.ErrDecoding, "decoding network configuration from stdin: %w", err)
+	if err := types.Decode(data, &head); err != nil {
+		return err
 	}
+	inv.network = head.Name
+	inv.startLog(data, a)
 	inv.confVersion = head.CNIVersion
 	if inv.confVersion == "" {
 		inv.confVersion = "0.1.0"
@@ -181,6 +187,7 @@ func (inv *invocation) add(ctx context.Context, a *CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	inv.result = out
 	_, err = inv.stdout.Write(append(out, '\n'))
 	if err != nil {
 		return types.Errorf(types.ErrIO, "writing result: %w", err)

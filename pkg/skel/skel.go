@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 
+	"cnisuite/pkg/calllog"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/version"
 )
@@ -33,6 +34,9 @@ type CmdArgs struct {
 	Env []string
 	// Stderr receives diagnostics, and delegated plugins' stderr.
 	Stderr io.Writer
+	// Log records the call's steps for the per-call log; nil (which
+	// records nothing) unless the configuration names a logFile.
+	Log *calllog.Call
 }
 
 // Plugin wires a plugin's verbs to the protocol. Every verb must be set: a
@@ -61,8 +65,13 @@ func (p *Plugin) Run(env []string, stdin io.Reader, stdout, stderr io.Writer) in
 		return 0
 	}
 	inv := &invocation{plugin: p, vars: vars, env: env, stdin: stdin, stdout: stdout, stderr: stderr}
+	var cniErr *types.Error
 	if err := inv.runGuarded(); err != nil {
-		return printError(stdout, types.ToError(err, inv.errVersion()))
+		cniErr = types.ToError(err, inv.errVersion())
+	}
+	inv.finishLog(cniErr)
+	if cniErr != nil {
+		return printError(stdout, cniErr)
 	}
 	return 0
 }

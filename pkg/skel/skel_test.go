@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -236,5 +237,55 @@ func TestPanicBecomesInternalError(t *testing.T) {
 	}
 	if strings.Contains(o.stdout+o.stderr, "goroutine ") {
 		t.Errorf("a Go stack was printed: %q %q", o.stdout, o.stderr)
+	}
+}
+
+// The per-call log: one line per call in the file the configuration names,
+// with the identity of the call, its result or error code, and the steps the
+// plugin timed; unusable settings cost a line on stderr, never the call.
+func TestPerCallLog(t *testing.T) {
+	path := t.TempDir() + "/cni.log"
+	conf := `{"cniVersion":"1.1.0","name":"net1","logFile":"` + path + `"}`
+	r := &recorder{}
+	p := r.plugin()
+	add := p.Add
+	p.Add = func(ctx context.Context, a *CmdArgs) (*types.Result, error) {
+		a.Log.Step("veth")()
+		return add(ctx, a)
+	}
+	env := []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=c1", "CNI_NETNS=/run/netns/x", "CNI_IFNAME=eth0", "CNI_PATH=/x",
+		"TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	if o := run(t, p, env, conf); o.status != 0 {
+		t.Fatalf("ADD with a log = %+v", o)
+	}
+	r.err = types.Errorf(types.ErrInvalidConfig, "bad key")
+	if o := run(t, p, append(env[:4:4], "CNI_COMMAND=DEL", "CNI_PATH=/x"), conf); o.status != 1 {
+		t.Fatalf("failing DEL = %+v", o)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("log holds %d lines, want 2:\n%s", len(lines), data)
+	}
+	for i, want := range []string{`"verb":"ADD"`, `"containerID":"c1"`, `"network":"net1"`, `"traceparent":"00-0af7`, `"name":"veth"`, `"result":{"cniVersion":"1.1.0"`} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("ADD line %d lacks %s: %s", i, want, lines[0])
+		}
+	}
+	if !strings.Contains(lines[1], `"verb":"DEL"`) || !strings.Contains(lines[1], `"code":7`) || !strings.Contains(lines[1], `"msg":"bad key"`) {
+		t.Errorf("DEL line lacks its error: %s", lines[1])
+	}
+
+	r.err = nil
+	o := run(t, p, env, `{"cniVersion":"1.1.0","name":"net1","logFile":"relative.log"}`)
+	if o.status != 0 || !strings.Contains(o.stderr, `per-call log off: logFile "relative.log"`) {
+		t.Errorf("ADD with a relative logFile = %d, stderr %q; want success and a warning", o.status, o.stderr)
+	}
+	o = run(t, p, env, `{"cniVersion":"1.1.0","name":"net1","logFile":"/nonexistent-dir/cni.log"}`)
+	if o.status != 0 || !strings.Contains(o.stderr, "per-call log: opening log file") {
+		t.Errorf("ADD with an unwritable logFile = %d, stderr %q; want success and a warning", o.status, o.stderr)
 	}
 }
