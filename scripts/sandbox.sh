@@ -7,12 +7,13 @@
 #   scripts/sandbox.sh go test ./...
 #
 # /tmp itself is left alone, so a checkout or Go cache under /tmp stays
-# visible: temporary files go to a private TMPDIR on the sandbox's own /run.
+# visible: temporary files go to a private TMPDIR, a tmpfs mounted on a
+# fresh directory under /tmp (not under /run, which tests that build a
+# node of their own mount over) and removed afterwards.
 # Inside, CNISUITE_SANDBOX=1 is set; privileged tests refuse to run without it.
 set -euo pipefail
 
 STATE_DIRS=(/run /var/lib/cni /etc/cni /opt/cni /var/lib/containers /var/lib/containerd /etc/containers)
-SANDBOX_TMP=/run/cnisuite-tmp
 
 # refuse_hidden fails when a directory the command needs lies under a place
 # the sandbox replaces with an empty tmpfs.
@@ -37,8 +38,9 @@ if [ "${1:-}" = "--inside" ]; then
 		mount -t tmpfs -o mode=0755 tmpfs "$d"
 	done
 	mkdir -p /run/netns /run/lock
-	mkdir -m 1777 "$SANDBOX_TMP"
-	export TMPDIR=$SANDBOX_TMP
+	mount -t tmpfs -o mode=1777 tmpfs "$CNISUITE_SANDBOX_TMP"
+	export TMPDIR=$CNISUITE_SANDBOX_TMP
+	unset CNISUITE_SANDBOX_TMP
 	# A sysfs of this namespace, so /sys/class/net shows only our links.
 	mount -t sysfs sysfs /sys
 	ip link set lo up
@@ -59,4 +61,7 @@ if command -v go >/dev/null; then
 	refuse_hidden "GOCACHE" "$(go env GOCACHE)"
 	refuse_hidden "GOMODCACHE" "$(go env GOMODCACHE)"
 fi
-exec unshare --net --mount --propagation private -- "$0" --inside "$@"
+CNISUITE_SANDBOX_TMP=$(mktemp -d /tmp/cnisuite-sandbox.XXXXXX)
+export CNISUITE_SANDBOX_TMP
+trap 'rmdir "$CNISUITE_SANDBOX_TMP"' EXIT
+unshare --net --mount --propagation private -- "$0" --inside "$@"
