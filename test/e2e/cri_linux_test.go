@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// TestCRI is the Kubernetes node path: containerd 1.6's CRI plugin, driven
+// over its gRPC API as the kubelet drives it, runs pods on our plugins with
+// examples/kubernetes.conflist (bridge + host-local + portmap, keys left
+// out as users leave them), and loopback for every pod's lo.
+func TestCRI(t *testing.T) {
+	n := newCRINode(t)
+	cases := []struct {
+		name string
+		run  func(*criNode)
+	}{
+		{"hostport_web_pod", criWebPod},
+		{"hostname_and_dns", criHostnameDNS},
+		{"stop_and_remove_leave_nothing", criLeftovers},
+		{"twenty_pods_at_once", criConcurrentPods},
+		{"containerd_killed_and_restarted", criDaemonKilled},
+		{"dual_stack", criDualStack},
+		{"k8s_cni_args_without_ignoreunknown", criArgs},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(n.on(t)) })
+	}
+}
+
+// criWebPod runs a web server in a pod with hostPort 18080 and fetches its
+// page through 127.0.0.1 and the node's address from the node, through the
+// node's address from another pod, and from the pod address CRI reports;
+// the pod's lo is up with 127.0.0.1. StopPodSandbox and RemovePodSandbox
+// then leave nothing.
+func criWebPod(n *criNode) {
+	n.useCRI("/opt/cni/bin", criConfDir)
+	cfg := podConfig(uniqueName("web"), n.cgroupParent)
+	cfg.PortMappings = []*cri.PortMapping{{Protocol: cri.Protocol_TCP, ContainerPort: 80, HostPort: 18080}}
+	web := n.mustRunPod(cfg, "/bin/httpd", "-f", "-p", "80", "-h", "/www")
+	ip := web.ips[0]
+	requireIn(n.t, net.ParseIP(ip), "10.244.1.0/24")
+	if out := n.mustExec(web.ctr, "ip", "-o", "addr", "show", "dev", "eth0"); !strings.Contains(out, " "+ip+"/") {
+		n.t.Errorf("PodSandboxStatus reports %s, eth0 in the pod has:\n%s", ip, out)
+	}
+	if out := n.mustExec(web.ctr, "ip", "-o", "addr", "show", "dev", "lo"); !strings.Contains(out, "inet 127.0.0.1/8") {
+		n.t.Errorf("lo in the pod has no 127.0.0.1 (loopback plugin):\n%s", out)
+	}
+	if out := n.mustExec(web.ctr, "ip", "-o", "link", "show", "dev", "lo"); !strings.Contains(out, ",UP") {
+		n.t.Errorf("lo in the pod is not up (loopback plugin):\n%s", out)
+	}
+
+	n.fetch("http://127.0.0.1:18080/")
+	n.fetch(fmt.Sprintf("http://%s:18080/", nodeAddr))
+	n.fetch(fmt.Sprintf("http://%s:80/", ip))
+	client := n.mustRunPod(podConfig(uniqueName("client"), n.cgroupParent), "/bin/sleep", "3600")
+	n.podFetch(client, nodeAddr, 18080)
+	n.requireAttached(web.id, ip)
+
+	for _, p := range []*criPod{web, client} {
+		if err := n.stopAndRemove(p); err != nil {
+			n.t.Fatal(err)
+		}
+	}
+	n.requirePodsGone(web, client)
+}
+
+// criHostnameDNS checks that the hostname and the DNS servers, searches
+// and options of the pod configuration are what the container sees.
+func criHostnameDNS(n *criNode) {
+	n.useCRI("/opt/cni/bin", criConfDir)
+	cfg := podConfig(uniqueName("dns"), n.cgroupParent)
+	cfg.Hostname = "named-by-cri"
+	cfg.DnsConfig = &cri.DNSConfig{
+		Servers:  []string{"192.0.2.53", "fd00::53"},
+		Searches: []string{"e2e.svc.cluster.local", "svc.cluster.local"},
+		Options:  []string{"ndots:5", "timeout:1"},
+	}
+	p := n.mustRunPod(cfg, "/bin/sleep", "3600")
+	if got := strings.TrimSpace(n.mustExec(p.ctr, "hostname")); got != cfg.Hostname {
+		n.t.Errorf("hostname in the pod = %q, want %q", got, cfg.Hostname)
+	}
+	resolv := n.mustExec(p.ctr, "cat", "/etc/resolv.conf")
+	for _, want := range []string{
+		"nameserver 192.0.2.53\n", "nameserver fd00::53\n",
+		"search e2e.svc.cluster.local svc.cluster.local\n", "options ndots:5 timeout:1\n",
+	} {
+		if !strings.Contains(resolv, want) {
+			n.t.Errorf("/etc/resolv.conf in the pod lacks %q:\n%s", want, resolv)
+		}
+	}
+	if err := n.stopAndRemove(p); err != nil {
+		n.t.Fatal(err)
+	}
+	n.requirePodsGone(p)
+}
+
+// mustExec runs a command in a container and fails the test if it fails.
+func (n *criNode) mustExec(containerID string, cmd ...string) string {
+	n.t.Helper()
+	out, err := n.cri.exec(containerID, cmd...)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return out
+}
+
+// podFetch gets / from host:port inside a pod (busybox nc: its wget
+// crashes here) until the page comes back.
+func (n *criNode) podFetch(p *criPod, host string, port int) {
+	n.t.Helper()
+	script := fmt.Sprintf(`printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 %s %d`, host, port)
+	var last string
+	ok := eventually(20*time.Second, func() bool {
+		out, err := n.cri.exec(p.ctr, "sh", "-c", script)
+		last = out
+		if err != nil {
+			last = err.Error()
+		}
+		_, body, found := strings.Cut(out, "\r\n\r\n")
+		return err == nil && found && body == page
+	})
+	if !ok {
+		n.t.Errorf("GET http://%s:%d/ from pod %s = %q, want the page %q", host, port, p.name, last, page)
+		return
+	}
+	n.t.Logf("GET http://%s:%d/ from pod %s: ok", host, port, p.name)
+}
