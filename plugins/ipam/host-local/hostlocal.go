@@ -40,9 +40,13 @@ func cmdAdd(ctx context.Context, a *skel.CmdArgs) (*types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := st.Lock(ctx); err != nil {
+	done := a.Log.Step("lock")
+	err = st.Lock(ctx)
+	done()
+	if err != nil {
 		return nil, err
 	}
+	done = a.Log.Step("allocate")
 	who := attachmentOf(a)
 	leases, err := allocator.Allocate(st, conf.Sets, allocator.Request{Attachment: who, Requested: conf.Requested})
 	if err == nil {
@@ -50,6 +54,7 @@ func cmdAdd(ctx context.Context, a *skel.CmdArgs) (*types.Result, error) {
 			err = errors.Join(err, allocator.Release(st, who))
 		}
 	}
+	done()
 	if err = errors.Join(err, st.Unlock()); err != nil {
 		return nil, err
 	}
@@ -97,9 +102,13 @@ func withExistingStore(ctx context.Context, a *skel.CmdArgs, fn func(*netConf, *
 	if err != nil || !ok {
 		return err
 	}
-	if err := st.Lock(ctx); err != nil {
+	done := a.Log.Step("lock")
+	err = st.Lock(ctx)
+	done()
+	if err != nil {
 		return err
 	}
+	defer a.Log.Step("leases")()
 	return errors.Join(fn(n, st), st.Unlock())
 }
 

@@ -6,36 +6,49 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"cnisuite/pkg/calllog"
 )
 
 // traceEnv names the environment variable that makes the plugin print how
 // long each step of a command took to stderr (see README, "Speed").
 const traceEnv = "CNISUITE_BRIDGE_TRACE"
 
-// stepTimer reports the duration of named steps when tracing is on; the
-// zero value (or nil) reports nothing.
+// stepTimer times named steps for the per-call log (pkg/calllog) and, when
+// tracing is on, prints each on stderr as it ends; nil times nothing.
 type stepTimer struct {
 	mu    sync.Mutex
-	w     io.Writer
+	w     io.Writer // nil unless tracing
+	log   *calllog.Call
 	start time.Time
 }
 
-// newStepTimer returns a timer writing to w when traceEnv is set to 1.
-func newStepTimer(w io.Writer) *stepTimer {
-	if os.Getenv(traceEnv) != "1" || w == nil {
+// newStepTimer returns a timer recording into log and, when traceEnv is
+// set to 1, writing to w; nil when neither wants the steps.
+func newStepTimer(w io.Writer, log *calllog.Call) *stepTimer {
+	if os.Getenv(traceEnv) != "1" {
+		w = nil
+	}
+	if w == nil && log == nil {
 		return nil
 	}
-	return &stepTimer{w: w, start: time.Now()}
+	return &stepTimer{w: w, log: log, start: time.Now()}
 }
 
-// step returns a function that, called at the end of a step, prints its
-// duration and its end as an offset from the command's start.
+// step returns a function that, called at the end of a step, records its
+// duration and, when tracing, prints it with its end as an offset from the
+// command's start.
 func (t *stepTimer) step(name string) func() {
 	if t == nil {
 		return func() {}
 	}
 	begin := time.Now()
+	logged := t.log.Step(name)
 	return func() {
+		logged()
+		if t.w == nil {
+			return
+		}
 		now := time.Now()
 		t.mu.Lock()
 		defer t.mu.Unlock()

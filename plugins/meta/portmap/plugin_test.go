@@ -221,3 +221,17 @@ func TestAddWithoutRouteToContainer(t *testing.T) {
 		t.Errorf("stderr = %q, want a line saying 127.0.0.1 mappings need a route", h.stderr)
 	}
 }
+
+func TestDescribeMappings(t *testing.T) {
+	v4, _ := types.ParseCIDR("10.88.0.2/16")
+	v6, _ := types.ParseCIDR("fd00::2/64")
+	pm := &firewall.PortMaps{ContainerV4: v4, ContainerV6: v6, Mappings: []firewall.PortMapping{
+		{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"},
+		{HostPort: 53, ContainerPort: 5353, Protocol: "udp", HostIP: net.ParseIP("192.0.2.1")},
+	}}
+	got := strings.Join(describe(pm), "; ")
+	want := "*:8080/tcp -> 10.88.0.2:80; 192.0.2.1:53/udp -> 10.88.0.2:5353; *:8080/tcp -> [fd00::2]:80"
+	if got != want {
+		t.Errorf("describe = %q, want %q", got, want)
+	}
+}

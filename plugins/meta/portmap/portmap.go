@@ -64,7 +64,13 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 		return nil, err
 	}
 	pm := c.portMaps(v4, v6)
-	if err := be.Ensure(ctx, owner(c, a), firewall.Rules{PortMaps: pm}); err != nil {
+	if a.Log.Debugging() {
+		a.Log.Debug("portMappings", describe(pm))
+	}
+	done := a.Log.Step("firewall")
+	err = be.Ensure(ctx, owner(c, a), firewall.Rules{PortMaps: pm})
+	done()
+	if err != nil {
 		return nil, err
 	}
 	if v4 != nil && pm.SNAT && !pm.MasqAll {
@@ -81,7 +87,9 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 // plugin keeps them: only the 127.0.0.1 ones cannot work until a route
 // exists, and stderr says so.
 func (p *plugin) enableLocalnet(a *skel.CmdArgs, ip net.IP) error {
+	done := a.Log.Step("routeLocalnet")
 	err := p.host.EnableLocalnet(ip)
+	done()
 	if errors.Is(err, errNoRoute) {
 		if a.Stderr != nil {
 			fmt.Fprintf(a.Stderr, "portmap: %v; mappings from 127.0.0.1 need a route to %s and "+
@@ -133,7 +141,10 @@ func (p *plugin) Del(ctx context.Context, a *skel.CmdArgs) error {
 		// ports had UDP flows to flush.
 		ms, _ = mr.Mapped(ctx, owner(c, a))
 	}
-	if err := be.Remove(ctx, owner(c, a)); err != nil {
+	done := a.Log.Step("firewall")
+	err = be.Remove(ctx, owner(c, a))
+	done()
+	if err != nil {
 		return err
 	}
 	p.flushUDP(a, ms, true, true)
@@ -216,4 +227,24 @@ func containerAddrs(r *types.Result, ifName string) (v4, v6 *net.IPNet) {
 		}
 	}
 	return v4, v6
+}
+
+// describe renders the mappings for the per-call log, one per container
+// address: "0.0.0.0:8080/tcp -> 10.88.0.2:80".
+func describe(pm *firewall.PortMaps) []string {
+	var out []string
+	for _, ctr := range []*net.IPNet{pm.ContainerV4, pm.ContainerV6} {
+		for _, m := range pm.Mappings {
+			if ctr == nil || m.HostIP != nil && !m.HostIP.IsUnspecified() && (m.HostIP.To4() != nil) != (ctr.IP.To4() != nil) {
+				continue
+			}
+			host := "*"
+			if m.HostIP != nil {
+				host = m.HostIP.String()
+			}
+			out = append(out, fmt.Sprintf("%s/%s -> %s",
+				net.JoinHostPort(host, fmt.Sprint(m.HostPort)), m.Protocol, net.JoinHostPort(ctr.IP.String(), fmt.Sprint(m.ContainerPort))))
+		}
+	}
+	return out
 }

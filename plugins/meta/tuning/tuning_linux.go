@@ -64,11 +64,13 @@ func (t *tuner) Add(_ context.Context, a *skel.CmdArgs) (*types.Result, error) {
 		return nil, err
 	}
 	var after linkAttrs
+	done := a.Log.Step("container")
 	err = ns.Do(a.Netns, func() error {
 		var err error
 		after, err = t.apply(c, a, settings)
 		return err
 	})
+	done()
 	if err != nil {
 		return nil, ns.CNIError(a.Netns, err)
 	}
@@ -96,6 +98,7 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs
 	if err != nil {
 		return linkAttrs{}, err
 	}
+	a.Log.Debug("sysctls", settings)
 	if err := t.write(link, settings, st.Sysctl, changes); err != nil {
 		if fresh {
 			err = errors.Join(err, store.Remove(a.ContainerID, a.IfName))
