@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -203,5 +204,31 @@ func TestCheck(t *testing.T) {
 				t.Errorf("CHECK = %d %q, want 3 %q", gotCode, msg, tt.err)
 			}
 		})
+	}
+}
+
+// A simulated reboot — the boot record names another boot, the leases of
+// that boot are still on disk — frees exactly those leases, and a runtime
+// re-creating a container with the same ID (podman does) gets an address
+// instead of "duplicate allocation".
+func TestReADDAfterReboot(t *testing.T) {
+	dataDir := t.TempDir()
+	c := conf("1.0.0", dataDir, `"ranges":[[{"subnet":"10.1.2.0/24"}]]`)
+	mustRun(t, call{cmd: "ADD", id: "c1", conf: c})
+	mustRun(t, call{cmd: "ADD", id: "c2", conf: c})
+	if out, code := run(t, call{cmd: "ADD", id: "c1", conf: c}); code == 0 {
+		t.Fatalf("a second ADD of c1 in the same boot succeeded: %s", out)
+	}
+	record := filepath.Join(dataDir, ".host-local-boot", "testnet")
+	if err := os.WriteFile(record, []byte("00000000-0000-0000-0000-000000000000"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ips := ipsOf(t, mustRun(t, call{cmd: "ADD", id: "c1", conf: c}))
+	if len(ips) != 1 {
+		t.Fatalf("ADD of c1 after the reboot = %v", ips)
+	}
+	want := fmt.Sprintf(`%s=c1\r\neth0 last_reserved_ip.0=%s lock=`, strings.TrimSuffix(ips[0], "/24"), strings.TrimSuffix(ips[0], "/24"))
+	if got := files(t, dataDir); got != want {
+		t.Errorf("after the reboot and the re-ADD:\n%s\nwant (c2's lease of the earlier boot gone too)\n%s", got, want)
 	}
 }

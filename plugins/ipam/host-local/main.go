@@ -3,6 +3,12 @@
 // format of the reference plugin.
 package main
 
-import "cnisuite/pkg/skel"
+import (
+	"cnisuite/pkg/helper"
+	"cnisuite/pkg/skel"
+)
 
-func main() { skel.Main(newPlugin()) }
+func main() {
+	helper.Dispatch(nil) // no helpers: a helper request is an error
+	skel.Main(newPlugin())
+}

@@ -121,22 +121,29 @@ const invalidStamp = "--------------------"
 // ensureIndex rebuilds the index unless its stamp matches the modification
 // time of the network directory.
 func (s *Store) ensureIndex() error {
-	dirInfo, err := os.Stat(s.dir)
-	if err != nil {
-		return ioErr("checking lease directory", err)
-	}
-	data, err := os.ReadFile(s.indexPathOf(stampName))
-	if err == nil && string(data) == stampText(dirInfo.ModTime()) {
-		return nil
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return ioErr("reading lease index stamp", err)
+	if ok, err := s.indexStamped(); ok || err != nil {
+		return err
 	}
 	leases, err := s.scan()
 	if err != nil {
 		return err
 	}
 	return s.rebuild(leases)
+}
+
+// indexStamped reports whether the index's stamp matches the modification
+// time of the network directory, i.e. nothing changed it since our last
+// commit.
+func (s *Store) indexStamped() (bool, error) {
+	dirInfo, err := os.Stat(s.dir)
+	if err != nil {
+		return false, ioErr("checking lease directory", err)
+	}
+	data, err := os.ReadFile(s.indexPathOf(stampName))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, ioErr("reading lease index stamp", err)
+	}
+	return err == nil && string(data) == stampText(dirInfo.ModTime()), nil
 }
 
 // begin invalidates the stamp before the first change, so that a crash

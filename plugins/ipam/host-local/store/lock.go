@@ -37,6 +37,9 @@ func (s *Store) Lock(ctx context.Context) error {
 	if err := s.cleanTemporaries(); err != nil {
 		return errors.Join(err, s.Unlock())
 	}
+	if err := s.forgetEarlierBoots(); err != nil {
+		return errors.Join(err, s.Unlock())
+	}
 	if err := s.ensureIndex(); err != nil {
 		return errors.Join(err, s.Unlock())
 	}

@@ -47,8 +47,9 @@ type Store struct {
 	dir      string // <dataDir>/<network>
 	indexDir string // <dataDir>/.host-local-index/<network>
 	lock     *os.File
-	dirty    bool // changed since the last stamp
-	broken   bool // a change failed half-way: leave the index stale
+	dirty    bool   // changed since the last stamp
+	broken   bool   // a change failed half-way: leave the index stale
+	boot     string // the current boot ID, "" when unknown (boot.go)
 
 	// crash, when set (tests only), is called after every write, to let a
 	// test stop the process between any two writes.
@@ -67,6 +68,7 @@ func Open(dataDir, network string) (*Store, error) {
 	return &Store{
 		dir:      filepath.Join(dataDir, network),
 		indexDir: filepath.Join(dataDir, indexRootName, network),
+		boot:     currentBoot(),
 	}, nil
 }
 

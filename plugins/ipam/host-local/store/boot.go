@@ -1,0 +1,162 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"cnisuite/pkg/types"
+)
+
+// Leases after a reboot. Network namespaces never survive a reboot, so a
+// lease taken in an earlier boot can belong to no living container; left
+// alone, such leases exhaust the range after enough unclean reboots, and a
+// container re-created after a reboot with the same ID is refused as a
+// duplicate. The store therefore forgets them on its first locked call of
+// each boot.
+//
+// Boots are told apart by the kernel's boot ID (a random UUID drawn at
+// every boot, /proc/sys/kernel/random/boot_id), recorded per network in
+// <dataDir>/.host-local-boot/<network> by the first call of each boot. No
+// clock is involved, so a machine that boots at 1970 and then steps its
+// clock forward loses nothing. Which leases predate the boot:
+//   - when the index is still stamped, nobody touched the directory since
+//     our last call, which the record places in an earlier boot: every
+//     lease does;
+//   - otherwise (the reference plugin or an operator changed the directory
+//     since, possibly in this boot), exactly the leases our index listed at
+//     its last commit and that still name the same attachment. A lease the
+//     reference wrote after our last call is kept: it may be from this boot.
+//
+// Without a record (the first call of this version, or a dataDir on a tmpfs
+// that a reboot emptied anyway), the boot is recorded and nothing released.
+
+const bootRootName = ".host-local-boot"
+
+// bootIDPath is where the kernel publishes the boot ID.
+const bootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// currentBoot reads the boot ID, or returns "" when the kernel does not tell
+// (then nothing is ever released for a reboot).
+func currentBoot() string {
+	data, err := os.ReadFile(bootIDPath)
+	if err != nil {
+		return ""
+	}
+	return string(bytes.TrimSpace(data))
+}
+
+func (s *Store) bootPath() string {
+	return filepath.Join(filepath.Dir(filepath.Dir(s.indexDir)), bootRootName, filepath.Base(s.dir))
+}
+
+// forgetEarlierBoots releases the leases of earlier boots on the first
+// locked call of a boot and records the boot; later calls read one file.
+func (s *Store) forgetEarlierBoots() error {
+	boot := s.boot
+	if boot == "" {
+		return nil
+	}
+	recorded, err := os.ReadFile(s.bootPath())
+	switch {
+	case err == nil && string(recorded) == boot:
+		return nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return ioErr("reading the boot record", err)
+	case err == nil:
+		if err := s.releaseEarlierBoots(); err != nil {
+			return err
+		}
+	}
+	// A record that cannot be written (a read-only dataDir) must not fail
+	// the call, a DEL above all: the next call records the boot instead.
+	_ = s.recordBoot(boot)
+	return nil
+}
+
+func (s *Store) recordBoot(boot string) error {
+	if err := os.MkdirAll(filepath.Dir(s.bootPath()), 0o700); err != nil {
+		return ioErr("recording the boot", err)
+	}
+	if err := overwrite(s.bootPath(), []byte(boot)); err != nil {
+		return ioErr("recording the boot", err)
+	}
+	s.point("boot-recorded")
+	return nil
+}
+
+// releaseEarlierBoots releases the leases that predate this boot (see the
+// comment at the top of this file).
+func (s *Store) releaseEarlierBoots() error {
+	stale, err := s.earlierBootLeases()
+	if err != nil {
+		return err
+	}
+	for _, l := range stale {
+		if err := s.Release(l.ip); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) earlierBootLeases() ([]leaseEntry, error) {
+	stamped, err := s.indexStamped()
+	if err != nil {
+		return nil, err
+	}
+	if stamped {
+		return s.scan()
+	}
+	listed, err := s.indexEntries()
+	if err != nil {
+		return nil, err
+	}
+	var out []leaseEntry
+	for _, l := range listed {
+		owner, ok, err := s.Owner(l.ip)
+		if err != nil {
+			return nil, err
+		}
+		if ok && owner == l.owner {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// indexEntries reads every lease the index lists, stamped or not.
+func (s *Store) indexEntries() ([]leaseEntry, error) {
+	entries, err := os.ReadDir(s.indexDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, ioErr("reading lease index", err)
+	}
+	var out []leaseEntry
+	for _, e := range entries {
+		if e.Name() == stampName {
+			continue
+		}
+		data, err := os.ReadFile(s.indexPathOf(e.Name()))
+		if err != nil {
+			return nil, ioErr("reading lease index", err)
+		}
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		if len(lines) < 2 {
+			continue
+		}
+		owner := types.Attachment{ContainerID: lines[0], IfName: lines[1]}
+		for _, l := range lines[2:] {
+			if ip := net.ParseIP(l); ip != nil {
+				out = append(out, leaseEntry{ip: ip, owner: owner})
+			}
+		}
+	}
+	return out, nil
+}
