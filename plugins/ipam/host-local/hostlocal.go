@@ -217,7 +217,13 @@ func cmdStatus(_ context.Context, a *skel.CmdArgs) error {
 		return types.Errorf(types.ErrNotAvailable, "cannot allocate: %w", err)
 	}
 	for i, set := range sets {
-		free, err := allocator.HasFree(st, set)
+		// Read without the lock: a hint of where ADD would look next, and
+		// last_reserved_ip.<n> is only ever replaced atomically.
+		last, err := st.LastReserved(i)
+		if err != nil {
+			return types.Errorf(types.ErrNotAvailable, "cannot read leases: %w", err)
+		}
+		free, err := allocator.HasFree(st, set, last)
 		if err != nil {
 			return types.Errorf(types.ErrNotAvailable, "cannot read leases: %w", err)
 		}

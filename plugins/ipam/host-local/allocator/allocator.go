@@ -179,9 +179,28 @@ type Prober interface {
 	Taken(ip net.IP) (bool, error)
 }
 
-// HasFree reports whether set has an address left to lease. It looks at no
-// more addresses than the store holds leases.
-func HasFree(p Prober, set RangeSet) (bool, error) {
+// nextProbes is how many addresses after the last one reserved HasFree
+// tries before it counts the leases: with round-robin allocation the next
+// one is almost always free.
+const nextProbes = 8
+
+// HasFree reports whether set has an address left to lease. It first tries
+// the few addresses ADD would try next (after last, the set's last reserved
+// address, nil for none), each one stat(2); only when they are all taken
+// does it count the leases, and it looks at no more addresses than the
+// store holds leases. containerd calls STATUS every few seconds, so the
+// usual answer must not read the whole directory.
+func HasFree(p Prober, set RangeSet, last net.IP) (bool, error) {
+	probed := 0
+	for _, ip := range set.Candidates(last) {
+		if probed++; probed > nextProbes {
+			break
+		}
+		taken, err := p.Taken(ip)
+		if err != nil || !taken {
+			return err == nil, err
+		}
+	}
 	n, err := p.Count()
 	if err != nil {
 		return false, err

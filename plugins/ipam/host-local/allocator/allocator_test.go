@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -191,15 +192,40 @@ func TestRelease(t *testing.T) {
 func TestHasFree(t *testing.T) {
 	s := sets(t, [][4]string{{"10.0.0.0/30"}})[0] // leasable: .2 only
 	f := newFake()
-	if ok, err := HasFree(f, s); !ok || err != nil {
+	if ok, err := HasFree(f, s, nil); !ok || err != nil {
 		t.Errorf("HasFree(empty) = %v, %v; want true", ok, err)
 	}
 	f.leases["10.0.0.2"] = att("x")
-	if ok, err := HasFree(f, s); ok || err != nil {
+	if ok, err := HasFree(f, s, nil); ok || err != nil {
 		t.Errorf("HasFree(full) = %v, %v; want false", ok, err)
 	}
 	big := sets(t, [][4]string{{"2001:db8::/64"}})[0]
-	if ok, err := HasFree(f, big); !ok || err != nil {
+	if ok, err := HasFree(f, big, nil); !ok || err != nil {
 		t.Errorf("HasFree(/64) = %v, %v; want true", ok, err)
+	}
+}
+
+// countless fails the test if HasFree counts the leases.
+type countless struct {
+	*fakeStore
+	counted bool
+}
+
+func (c *countless) Count() (int, error) { c.counted = true; return c.fakeStore.Count() }
+
+// STATUS, called every few seconds by containerd, answers from the address
+// ADD would take next without counting the leases; it counts only when the
+// next few are taken.
+func TestHasFreeTriesTheNextAddressFirst(t *testing.T) {
+	s := sets(t, [][4]string{{"10.0.0.0/24"}})[0]
+	f := &countless{fakeStore: newFake()}
+	for i := 2; i <= 200; i++ {
+		f.leases[fmt.Sprintf("10.0.0.%d", i)] = att(fmt.Sprint("c", i))
+	}
+	if ok, err := HasFree(f, s, net.ParseIP("10.0.0.200")); !ok || err != nil || f.counted {
+		t.Errorf("HasFree after 10.0.0.200 = %v, %v, counted %v; want true without counting", ok, err, f.counted)
+	}
+	if ok, err := HasFree(f, s, net.ParseIP("10.0.0.20")); !ok || err != nil || !f.counted {
+		t.Errorf("HasFree after 10.0.0.20 (next 8 taken) = %v, %v, counted %v; want true after counting", ok, err, f.counted)
 	}
 }
