@@ -15,6 +15,12 @@ func writeNew(path string, content []byte) error {
 	if err := removeIfExists(path); err != nil {
 		return err
 	}
+	return createNew(path, content)
+}
+
+// createNew writes content to a file of mode 0600 at path, which must not
+// exist; a failed write removes the file again.
+func createNew(path string, content []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err

@@ -202,7 +202,8 @@ func (s *Store) rebuild(leases []leaseEntry) error {
 		}
 	}
 	for a, ips := range byOwner {
-		if err := writeNew(s.indexPathOf(indexKey(a)), indexContent(a, ips)); err != nil {
+		// The directory was just made empty: no stale file to unlink first.
+		if err := createNew(s.indexPathOf(indexKey(a)), indexContent(a, ips)); err != nil {
 			return ioErr("writing lease index", err)
 		}
 	}
