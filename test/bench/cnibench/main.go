@@ -28,7 +28,7 @@ func parseFlags() (*options, error) {
 	flag.StringVar(&o.tools, "tools", "bin/tools", "directory holding cnitool and floor")
 	flag.StringVar(&o.out, "out", "", "write the Markdown report to this file too")
 	flag.StringVar(&sizes, "n", "200,500", "numbers of containers, comma-separated")
-	flag.StringVar(&backends, "backends", "nftables,iptables", "firewall backends")
+	flag.StringVar(&backends, "backends", "default,nftables,iptables", "firewall backends (default: the chain with no backend keys, as users write it)")
 	flag.IntVar(&o.parallel, "parallel", 40, "parallel ADDs and DELs")
 	flag.IntVar(&o.leases, "leases", 10000, "existing leases for the host-local measurement")
 	flag.Parse()

@@ -13,7 +13,7 @@ const benchNet = "bench"
 // bridge, subnet, host-port range and container namespaces of its own so
 // that chains can be driven side by side, call by call.
 type chain struct {
-	name     string // "floor", "nftables" or "iptables"
+	name     string // "floor", "default" (no backend keys), "nftables" or "iptables"
 	index    int
 	netnses  []string
 	portBase int
@@ -25,21 +25,24 @@ func (c *chain) network() string { return benchNet + "-" + c.name }
 
 // conf is the measured chain: bridge with host-local, masquerade and a
 // gateway; tuning with one sysctl; portmap with the runtime's mappings.
+// The "default" chain names no backend, as users write it
+// (examples/kubernetes.conflist, podman's networks): the plugins choose.
 func (c *chain) conf(dataDir string) string {
-	backend := c.name
-	if backend == "floor" {
-		backend = ""
+	var bridgeKey, portmapKey string
+	if c.name != "floor" && c.name != "default" {
+		bridgeKey = fmt.Sprintf(`"ipMasqBackend": %q, `, c.name)
+		portmapKey = fmt.Sprintf(`"backend": %q, `, c.name)
 	}
 	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": %q,
   "plugins": [
-    {"type": "bridge", "bridge": "cnibench%d", "isGateway": true, "ipMasq": true, "ipMasqBackend": %q,
+    {"type": "bridge", "bridge": "cnibench%d", "isGateway": true, "ipMasq": true, %s
      "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.%d.0.0/16"}]], "dataDir": %q}},
     {"type": "tuning", "sysctl": {"net.ipv4.conf.IFNAME.arp_notify": "1"}},
-    {"type": "portmap", "backend": %q, "capabilities": {"portMappings": true}}
+    {"type": "portmap", %s"capabilities": {"portMappings": true}}
   ]
-}`, c.network(), c.index, backend, 90+c.index, dataDir, backend)
+}`, c.network(), c.index, bridgeKey, 90+c.index, dataDir, portmapKey)
 }
 
 // writeConf writes the conflist into a directory of its own.
