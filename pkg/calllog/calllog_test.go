@@ -180,7 +180,7 @@ func TestSymlinkRefused(t *testing.T) {
 
 func TestTraceParent(t *testing.T) {
 	for tp, want := range map[string]string{
-		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01":    "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
 		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\nx": "",
 		"garbage": "", "": "",
 	} {

@@ -3,47 +3,24 @@ package firewall
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"cnisuite/pkg/firewall/internal/fwtest"
+	"cnisuite/pkg/firewall/iptables"
+	"cnisuite/pkg/firewall/nftchain"
 	"cnisuite/test/sandbox"
 )
-
-// inNS runs fn inside a fresh network namespace, so each test starts from
-// an empty ruleset.
-func inNS(t *testing.T, fn func()) {
-	t.Helper()
-	n := sandbox.NewNS(t)
-	if err := n.Do(func() error { fn(); return nil }); err != nil {
-		t.Fatalf("entering test namespace: %v", err)
-	}
-}
-
-func ruleset(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("nft", "list", "ruleset").CombinedOutput()
-	if err != nil {
-		t.Fatalf("nft list ruleset: %v: %s", err, out)
-	}
-	return string(out)
-}
-
-func bridgeRules(t *testing.T) Rules {
-	mac := []byte{0x0a, 0x58, 0, 0, 0, 2}
-	return Rules{
-		Masq:       []Masq{{Addr: *cidr(t, "10.88.0.2/16")}, {Addr: *cidr(t, "fd00:88::2/64")}},
-		SpoofCheck: &SpoofCheck{HostIface: "veth1234", MAC: mac, IPs: []net.IP{net.ParseIP("10.88.0.2")}},
-	}
-}
 
 func TestBackendLifecycle(t *testing.T) {
 	sandbox.Require(t)
 	ctx := context.Background()
 	for _, kind := range []string{KindNFTables, KindIPTables} {
 		t.Run(kind, func(t *testing.T) {
-			inNS(t, func() {
+			fwtest.InNS(t, func() {
 				b, err := New(ctx, kind)
 				if err != nil {
 					t.Fatalf("New(%q): %v", kind, err)
@@ -51,8 +28,8 @@ func TestBackendLifecycle(t *testing.T) {
 				if err := b.Usable(ctx); err != nil {
 					t.Fatalf("Usable: %v", err)
 				}
-				owners := []Owner{bridgeOwner, portOwner}
-				rules := map[Owner]Rules{bridgeOwner: bridgeRules(t), portOwner: portRules(t, func(*PortMaps) {})}
+				owners := []Owner{fwtest.BridgeOwner, fwtest.PortOwner}
+				rules := map[Owner]Rules{fwtest.BridgeOwner: fwtest.BridgeRules(t), fwtest.PortOwner: fwtest.PortRules(t, func(*PortMaps) {})}
 				for _, o := range owners {
 					r := rules[o]
 					for i := 0; i < 2; i++ { // twice: idempotent
@@ -64,20 +41,20 @@ func TestBackendLifecycle(t *testing.T) {
 						t.Errorf("Check(%s) after Ensure: %v", o, err)
 					}
 				}
-				other := portOwner
+				other := fwtest.PortOwner
 				other.ContainerID = "ctr2"
-				err = b.Ensure(ctx, other, portRules(t, func(p *PortMaps) { p.ContainerV4 = cidr(t, "10.88.0.3/16") }))
+				err = b.Ensure(ctx, other, fwtest.PortRules(t, func(p *PortMaps) { p.ContainerV4 = fwtest.CIDR(t, "10.88.0.3/16") }))
 				if kind == KindNFTables && !errors.Is(err, ErrConflict) {
 					t.Errorf("Ensure(second owner, same host ports) = %v, want ErrConflict", err)
 				}
-				changed := portRules(t, func(p *PortMaps) { p.Mappings = p.Mappings[:1] })
-				if err := b.Check(ctx, portOwner, changed); err != nil {
+				changed := fwtest.PortRules(t, func(p *PortMaps) { p.Mappings = p.Mappings[:1] })
+				if err := b.Check(ctx, fwtest.PortOwner, changed); err != nil {
 					t.Errorf("Check(fewer mappings) = %v, want nil (a subset is in place)", err)
 				}
-				if err := b.Ensure(ctx, portOwner, changed); err != nil {
+				if err := b.Ensure(ctx, fwtest.PortOwner, changed); err != nil {
 					t.Fatalf("Ensure(fewer mappings): %v", err)
 				}
-				if err := b.Check(ctx, portOwner, rules[portOwner]); !errors.Is(err, ErrMissing) {
+				if err := b.Check(ctx, fwtest.PortOwner, rules[fwtest.PortOwner]); !errors.Is(err, ErrMissing) {
 					t.Errorf("Check(old rules) after shrinking = %v, want ErrMissing", err)
 				}
 				for _, o := range owners {
@@ -88,21 +65,9 @@ func TestBackendLifecycle(t *testing.T) {
 					}
 				}
 				_ = b.Remove(ctx, other) // may exist with iptables, which allows duplicates
-				assertNoOwnerRules(t)
+				fwtest.AssertNoOwnerRules(t)
 			})
 		})
-	}
-}
-
-// assertNoOwnerRules fails when any owner chain or element is left.
-func assertNoOwnerRules(t *testing.T) {
-	t.Helper()
-	rs := ruleset(t)
-	for _, marker := range []string{"cnisuite 0", "CNIS-", "jump pm", "jump mq", "jump sc", "jump pmq"} {
-		if strings.Contains(rs, marker) {
-			t.Errorf("ruleset still holds %q:\n%s", marker, rs)
-			return
-		}
 	}
 }
 
@@ -111,23 +76,23 @@ func TestCheckDetectsDeletedRule(t *testing.T) {
 	ctx := context.Background()
 	for _, kind := range []string{KindNFTables, KindIPTables} {
 		t.Run(kind, func(t *testing.T) {
-			inNS(t, func() {
+			fwtest.InNS(t, func() {
 				b, _ := New(ctx, kind)
-				r := portRules(t, func(p *PortMaps) { p.ContainerV6 = nil })
-				if err := b.Ensure(ctx, portOwner, r); err != nil {
+				r := fwtest.PortRules(t, func(p *PortMaps) { p.ContainerV6 = nil })
+				if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
 					t.Fatalf("Ensure: %v", err)
 				}
-				defer b.Remove(ctx, portOwner)
+				defer b.Remove(ctx, fwtest.PortOwner)
 				var cmd *exec.Cmd
 				if kind == KindNFTables {
-					cmd = exec.Command("nft", "flush", "chain", "ip", "cnisuite_portmap", nftChainName(nftPrefixDNAT, portOwner))
+					cmd = exec.Command("nft", "flush", "chain", "ip", "cnisuite_portmap", nftchain.ChainName(nftchain.PrefixDNAT, fwtest.PortOwner))
 				} else {
-					cmd = exec.Command("iptables", "-t", "nat", "-D", iptChainName(iptPrefixDNAT, portOwner), "1")
+					cmd = exec.Command("iptables", "-t", "nat", "-D", iptables.ChainName(iptables.PrefixDNAT, fwtest.PortOwner), "1")
 				}
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("%v: %v: %s", cmd, err, out)
 				}
-				if err := b.Check(ctx, portOwner, r); !errors.Is(err, ErrMissing) {
+				if err := b.Check(ctx, fwtest.PortOwner, r); !errors.Is(err, ErrMissing) {
 					t.Errorf("Check after a rule was deleted = %v, want ErrMissing", err)
 				}
 			})
@@ -140,19 +105,19 @@ func TestGC(t *testing.T) {
 	ctx := context.Background()
 	for _, kind := range []string{KindNFTables, KindIPTables} {
 		t.Run(kind, func(t *testing.T) {
-			inNS(t, func() {
+			fwtest.InNS(t, func() {
 				b, _ := New(ctx, kind)
 				var owners []Owner
 				for i, id := range []string{"a", "b", "c"} {
 					o := Owner{Plugin: PluginBridge, Network: "gcnet", ContainerID: id, IfName: "eth0"}
-					addr := cidr(t, "10.99.0."+string(rune('2'+i))+"/24")
+					addr := fwtest.CIDR(t, "10.99.0."+string(rune('2'+i))+"/24")
 					if err := b.Ensure(ctx, o, Rules{Masq: []Masq{{Addr: *addr}}}); err != nil {
 						t.Fatalf("Ensure(%s): %v", o, err)
 					}
 					owners = append(owners, o)
 				}
 				otherNet := Owner{Plugin: PluginBridge, Network: "othernet", ContainerID: "a", IfName: "eth0"}
-				if err := b.Ensure(ctx, otherNet, Rules{Masq: []Masq{{Addr: *cidr(t, "10.98.0.2/24")}}}); err != nil {
+				if err := b.Ensure(ctx, otherNet, Rules{Masq: []Masq{{Addr: *fwtest.CIDR(t, "10.98.0.2/24")}}}); err != nil {
 					t.Fatalf("Ensure(%s): %v", otherNet, err)
 				}
 				keep := []Owner{{ContainerID: "b", IfName: "eth0"}}
@@ -169,7 +134,7 @@ func TestGC(t *testing.T) {
 				for _, o := range append(owners, otherNet) {
 					_ = b.Remove(ctx, o)
 				}
-				assertNoOwnerRules(t)
+				fwtest.AssertNoOwnerRules(t)
 			})
 		})
 	}
@@ -177,8 +142,89 @@ func TestGC(t *testing.T) {
 
 func ownerPresent(t *testing.T, kind string, o Owner) bool {
 	if kind == KindIPTables {
-		_, err := iptFor(true).list(context.Background(), iptChainName(iptPrefixMasq, o))
+		err := exec.Command("iptables", "-w", "-t", "nat", "-S", iptables.ChainName(iptables.PrefixMasq, o)).Run()
 		return err == nil
 	}
-	return strings.Contains(ruleset(t), nftChainName(nftPrefixMasq, o))
+	return strings.Contains(fwtest.Ruleset(t), nftchain.ChainName(nftchain.PrefixMasq, o))
+}
+
+// TestEnsureTwiceDeletesNothing shows that a repeated Ensure of the same
+// rules leaves every rule in place (same handles): it deletes nothing, on
+// every path (netlink; nft -f for spoof checks; iptables-nft).
+func TestEnsureTwiceDeletesNothing(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		kind  string
+		owner Owner
+		rules Rules
+	}{
+		{"nftables_portmap", KindNFTables, fwtest.PortOwner, fwtest.PortRules(t, func(*PortMaps) {})},
+		{"nftables_bridge_spoofcheck", KindNFTables, fwtest.BridgeOwner, fwtest.BridgeRules(t)},
+		{"iptables_portmap", KindIPTables, fwtest.PortOwner, fwtest.PortRules(t, func(*PortMaps) {})},
+		{"iptables_bridge", KindIPTables, fwtest.BridgeOwner, fwtest.BridgeRules(t)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fwtest.InNS(t, func() {
+				b, err := New(ctx, tc.kind)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < 2; i++ {
+					if err := b.Ensure(ctx, tc.owner, tc.rules); err != nil {
+						t.Fatalf("Ensure #%d: %v", i, err)
+					}
+				}
+				first := fwtest.RulesetHandles(t)
+				if err := b.Ensure(ctx, tc.owner, tc.rules); err != nil {
+					t.Fatalf("Ensure #3: %v", err)
+				}
+				if again := fwtest.RulesetHandles(t); again != first {
+					t.Errorf("a repeated Ensure rewrote rules:\n--- before\n%s\n--- after\n%s", first, again)
+				}
+				if err := b.Remove(ctx, tc.owner); err != nil {
+					t.Fatalf("Remove: %v", err)
+				}
+				fwtest.AssertNoOwnerRules(t)
+			})
+		})
+	}
+}
+
+// TestMapped reads the host ports back from the rules of each backend.
+func TestMapped(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	r := fwtest.PortRules(t, func(p *PortMaps) {
+		p.Mappings = append(p.Mappings, PortMapping{HostPort: 9000, ContainerPort: 90, Protocol: "udp", HostIP: net.ParseIP("192.0.2.10")})
+	})
+	want := map[string]bool{"tcp 8080 <nil>": true, "udp 5353 <nil>": true, "udp 9000 192.0.2.10": true}
+	for _, kind := range []string{KindNFTables, KindIPTables} {
+		t.Run(kind, func(t *testing.T) {
+			fwtest.InNS(t, func() {
+				b, _ := New(ctx, kind)
+				if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
+					t.Fatalf("Ensure: %v", err)
+				}
+				got, err := b.(MappingReader).Mapped(ctx, fwtest.PortOwner)
+				if err != nil {
+					t.Fatalf("Mapped: %v", err)
+				}
+				seen := map[string]bool{}
+				for _, m := range got {
+					k := fmt.Sprintf("%s %d %v", m.Protocol, m.HostPort, m.HostIP)
+					if !want[k] {
+						t.Errorf("Mapped returned %s, not a mapping of the rules", k)
+					}
+					seen[k] = true
+				}
+				if len(seen) != len(want) {
+					t.Errorf("Mapped = %v, want each of %v", got, want)
+				}
+				_ = b.Remove(ctx, fwtest.PortOwner)
+			})
+		})
+	}
 }

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"sync"
 
+	"cnisuite/pkg/firewall/iptables"
+	"cnisuite/pkg/firewall/nftables"
+	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/spoofcheck"
 	"cnisuite/pkg/types"
 )
 
@@ -142,23 +146,18 @@ func (f *Fake) render(o Owner, r Rules) string {
 // Render returns the transaction text a backend of the given kind writes
 // for an owner with no rules yet: the nft script, or the iptables-restore
 // payloads (IPv4 then IPv6) followed by the nft script of the spoof check.
+// Fake's Dump and Check compare it, and golden files hold it.
 func Render(kind string, o Owner, r Rules) string {
 	var guard string
-	if needsLocalnetGuard(r) {
-		guard = "# localnet guard (nft)\n" + strings.Join(nftLocalnetSkel().lines(), "\n") + "\n"
+	if r.NeedsLocalnetGuard() {
+		guard = "# localnet guard (nft)\n" + strings.Join(nftchain.LocalnetGuard().Lines(), "\n") + "\n"
 	}
 	if kind != KindIPTables {
-		return nftEnsureScript(nftDesired(o, r), nil) + guard
+		return nftables.Script(o, r) + guard
 	}
-	var b strings.Builder
-	for _, v4 := range []bool{true, false} {
-		if d := iptDesired(o, r, v4); len(d) > 0 {
-			fmt.Fprintf(&b, "# %s\n%s", iptFor(v4).restoreCmd, iptEnsurePayload(o, d, nil))
-		}
-	}
-	b.WriteString(guard)
+	out := iptables.Payloads(o, r) + guard
 	if r.SpoofCheck != nil {
-		b.WriteString("# nft\n" + nftEnsureScript(nftDesired(o, Rules{SpoofCheck: r.SpoofCheck}), nil))
+		out += "# nft\n" + spoofcheck.Script(o, r.SpoofCheck)
 	}
-	return b.String()
+	return out
 }

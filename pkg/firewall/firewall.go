@@ -2,21 +2,39 @@ package firewall
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"net"
-	"strings"
 
+	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/iptables"
+	"cnisuite/pkg/firewall/nftables"
 	"cnisuite/pkg/types"
 )
 
-// Plugin names an Owner may carry. Remove uses them to decide which rules of
-// the reference plugins belong to the attachment too.
+// The shared vocabulary lives in package fwtypes, below the backends, so
+// that they need not import this package; these names keep it at hand for
+// plugins.
+type (
+	// Owner identifies one attachment (fwtypes.Owner).
+	Owner = fwtypes.Owner
+	// Rules is everything one attachment wants (fwtypes.Rules).
+	Rules = fwtypes.Rules
+	// Masq is one masqueraded container address (fwtypes.Masq).
+	Masq = fwtypes.Masq
+	// SpoofCheck is the MAC/IP spoof check of a veth (fwtypes.SpoofCheck).
+	SpoofCheck = fwtypes.SpoofCheck
+	// PortMaps forwards host ports to one container (fwtypes.PortMaps).
+	PortMaps = fwtypes.PortMaps
+	// PortMapping is one forwarded host port (fwtypes.PortMapping).
+	PortMapping = fwtypes.PortMapping
+	// Backend programs the rules of attachments (fwtypes.Backend).
+	Backend = fwtypes.Backend
+	// MappingReader reads the host ports back (fwtypes.MappingReader).
+	MappingReader = fwtypes.MappingReader
+)
+
+// Plugin names an Owner may carry.
 const (
-	PluginBridge  = "bridge"
-	PluginPortmap = "portmap"
+	PluginBridge  = fwtypes.PluginBridge
+	PluginPortmap = fwtypes.PluginPortmap
 )
 
 // Backend kinds accepted by New.
@@ -25,171 +43,31 @@ const (
 	KindIPTables = "iptables"
 )
 
-// Owner identifies one attachment; every rule a backend writes is tagged
-// with it so that Remove, Check and GC touch exactly the owner's rules.
-type Owner struct {
-	Plugin      string // PluginBridge, PluginPortmap
-	Network     string // network name of the configuration
-	ContainerID string
-	IfName      string
-}
-
-// String returns the owner as it appears in rule comments.
-func (o Owner) String() string {
-	return fmt.Sprintf("%s/%s/%s/%s", o.Plugin, o.Network, o.ContainerID, o.IfName)
-}
-
-// hash returns the hex digest naming the owner's chains.
-func (o Owner) hash() string {
-	return hexHash(o.Plugin, o.Network, o.ContainerID, o.IfName)
-}
-
-// netHash returns the hex digest shared by every owner of a network.
-func (o Owner) netHash() string { return hexHash(o.Plugin, o.Network) }
-
-func hexHash(parts ...string) string {
-	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
-	return hex.EncodeToString(sum[:])
-}
-
-// Rules is everything one attachment wants from the firewall.
-type Rules struct {
-	Masq       []Masq      // bridge ipMasq
-	SpoofCheck *SpoofCheck // bridge macspoofchk
-	PortMaps   *PortMaps   // portmap
-}
-
-// Masq masquerades traffic from Addr.IP (the container address) whose
-// destination is outside Addr's subnet and not multicast.
-type Masq struct {
-	Addr net.IPNet // container address with the prefix of its subnet
-}
-
-// SpoofCheck drops frames arriving from HostIface (the host end of the
-// container's veth) whose source MAC is not MAC, and, per family present in
-// IPs, IP packets whose source is not one of IPs.
-type SpoofCheck struct {
-	HostIface string
-	MAC       net.HardwareAddr
-	IPs       []net.IP
-}
-
-// PortMaps forwards host ports to one container.
-type PortMaps struct {
-	// ContainerV4 and ContainerV6 are the container's first address of each
-	// family, with the prefix of its subnet; nil means the family is skipped.
-	ContainerV4, ContainerV6 *net.IPNet
-	Mappings                 []PortMapping
-	// SNAT masquerades hairpin traffic (from the container's subnet) and,
-	// for IPv4, traffic from 127.0.0.1 sent to the mappings.
-	SNAT bool
-	// MasqAll masquerades every source sent to the mappings (SNAT only).
-	MasqAll bool
-	// MarkBit is the iptables mark bit (0–31) hairpin packets get before
-	// masquerading; the nftables backend needs no mark.
-	MarkBit int
-	// ExternalSetMarkChain, with iptables, is jumped to instead of marking.
-	ExternalSetMarkChain string
-	// ConditionsV4/V6 are extra match tokens, in the backend's own syntax,
-	// put on every DNAT and SNAT rule of this container's mappings.
-	ConditionsV4, ConditionsV6 []string
-}
-
-// PortMapping is one host port forwarded to a container port.
-type PortMapping struct {
-	HostPort      int
-	ContainerPort int
-	Protocol      string // tcp, udp, sctp
-	HostIP        net.IP // nil or unspecified: every local address of the family
-}
-
-// Backend programs the rules of attachments.
-type Backend interface {
-	// Ensure makes the owner's rules exactly r; idempotent.
-	Ensure(ctx context.Context, o Owner, r Rules) error
-	// Remove deletes every rule of the owner (and those the reference
-	// plugins wrote for the same attachment); idempotent.
-	Remove(ctx context.Context, o Owner) error
-	// Check returns ErrMissing when any rule of r is not in place.
-	Check(ctx context.Context, o Owner, r Rules) error
-	// GC removes the rules of plugin's network whose owner is not in keep.
-	GC(ctx context.Context, plugin, network string, keep []Owner) error
-	// Usable returns an error when the backend cannot work on this node.
-	Usable(ctx context.Context) error
-}
-
-// MappingReader is implemented by the backends (and Fake): Mapped returns
-// the host ports an owner's rules forward, read from the rules themselves,
-// for a DEL whose runtime passes no portMappings.
-type MappingReader interface {
-	Mapped(ctx context.Context, o Owner) ([]PortMapping, error)
-}
-
 // ErrMissing is wrapped by Check when a rule is not in place.
-var ErrMissing = errors.New("firewall rule missing")
+var ErrMissing = fwtypes.ErrMissing
 
 // ErrConflict is wrapped by Ensure when another owner holds a host port or
 // an address the rules need.
-var ErrConflict = errors.New("firewall rule held by another attachment")
+var ErrConflict = fwtypes.ErrConflict
 
 // New returns the backend of the given kind; "" picks iptables when it is
 // usable and nftables otherwise.
 func New(ctx context.Context, kind string) (Backend, error) {
 	switch kind {
 	case KindNFTables:
-		return newNFTables(), nil
+		return nftables.New(), nil
 	case KindIPTables:
-		return newIPTables(), nil
+		return iptables.New(), nil
 	case "":
-		ipt := newIPTables()
+		ipt := iptables.New()
 		if ipt.Usable(ctx) == nil {
 			return ipt, nil
 		}
-		nft := newNFTables()
+		nft := nftables.New()
 		if err := nft.Usable(ctx); err != nil {
 			return nil, types.Errorf(types.ErrNotAvailable, "neither iptables nor nftables is usable: %w", err)
 		}
 		return nft, nil
 	}
 	return nil, types.Errorf(types.ErrInvalidConfig, "backend %q: must be %q or %q", kind, KindIPTables, KindNFTables)
-}
-
-// isV4 reports whether ip is an IPv4 address.
-func isV4(ip net.IP) bool { return ip.To4() != nil }
-
-// forFamily returns the mappings that apply to a container address of the
-// given family: those without hostIP, with an unspecified one, or with a
-// hostIP of that family.
-func forFamily(ms []PortMapping, v4 bool) []PortMapping {
-	var out []PortMapping
-	for _, m := range ms {
-		if m.HostIP == nil || isV4(m.HostIP) == v4 {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// specificHost returns the mapping's host address, or nil when it means
-// every local address.
-func specificHost(m PortMapping) net.IP {
-	if m.HostIP == nil || m.HostIP.IsUnspecified() {
-		return nil
-	}
-	return m.HostIP
-}
-
-// subnetOf returns the network containing n (host bits cleared).
-func subnetOf(n *net.IPNet) *net.IPNet {
-	return &net.IPNet{IP: n.IP.Mask(n.Mask), Mask: n.Mask}
-}
-
-// hostNet returns ip as a single-address network.
-func hostNet(ip net.IP) *net.IPNet {
-	bits := 128
-	if isV4(ip) {
-		bits = 32
-		ip = ip.To4()
-	}
-	return &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)}
 }

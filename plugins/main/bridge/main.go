@@ -4,9 +4,9 @@
 package main
 
 import (
-	"os"
 	"time"
 
+	"cnisuite/pkg/helper"
 	"cnisuite/pkg/skel"
 )
 
@@ -14,9 +14,7 @@ import (
 const portTimeout = 5 * time.Second
 
 func main() {
-	if code, ok := helperMode(); ok {
-		os.Exit(code)
-	}
+	helper.Dispatch(helpers()) // a helper request runs and exits here
 	p := &plugin{newRules: newFirewall, portTimeout: portTimeout}
 	skel.Main(&skel.Plugin{
 		Name: "bridge", Add: p.cmdAdd, Check: p.cmdCheck, Del: p.cmdDel, GC: p.cmdGC, Status: p.cmdStatus,

@@ -8,15 +8,15 @@ package main
 // the host end from the bridge, flushed their addresses, routes and
 // neighbours, and announced each end with an RTM_DELLINK notification: what
 // is left is freeing memory. So DEL hands the request to a helper process
-// (this binary, executed again) and returns as soon as both ends have been
-// announced gone; the helper sits out the kernel's wait and exits. When
-// anything about this goes wrong, DEL waits for the helper, then deletes
-// synchronously (a no-op when the helper succeeded).
+// (this binary, run as helper vethDeleteHelper through pkg/helper) and
+// returns as soon as both ends have been announced gone; the helper sits
+// out the kernel's wait and exits. When anything about this goes wrong, DEL
+// waits for the helper, then deletes synchronously (a no-op when the helper
+// succeeded).
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
+	"io"
 	"strconv"
 	"syscall"
 	"time"
@@ -25,32 +25,35 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/helper"
 	"cnisuite/pkg/link"
+	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/ns"
 )
 
-// The helper's environment: the container netns and the index of the link
-// to delete there.
-const (
-	deleteNetnsEnv = "CNISUITE_BRIDGE_DELETE_NETNS"
-	deleteIndexEnv = "CNISUITE_BRIDGE_DELETE_INDEX"
-)
+// vethDeleteHelper is the helper that deletes a link: its arguments are
+// the container netns and the index of the link there.
+const vethDeleteHelper = "bridge-veth-delete"
 
 // deleteAnnounceTimeout bounds the wait for the kernel's announcements.
 const deleteAnnounceTimeout = 10 * time.Second
 
-// helperMode runs the deletion helper when the environment asks for it and
-// reports whether it did, with the exit code.
-func helperMode() (int, bool) {
-	path, index := os.Getenv(deleteNetnsEnv), os.Getenv(deleteIndexEnv)
-	if path == "" || index == "" {
-		return 0, false
+// helpers are the helper processes the bridge binary answers (main and
+// TestMain dispatch them): the veth deletion and the netfilter socket's
+// linger after DEL removed rules.
+func helpers() helper.Set {
+	return helper.Set{vethDeleteHelper: deleteVeth, netfilter.LingerHelper: netfilter.Linger}
+}
+
+// deleteVeth is the helper's body: args are the netns path and the index.
+func deleteVeth(args []string, _ io.Reader) error {
+	if len(args) != 2 {
+		return fmt.Errorf("want a netns path and a link index, got %q", args)
 	}
-	if err := deleteByIndex(path, index); err != nil {
-		fmt.Fprintf(os.Stderr, "bridge: deleting link %s in %s: %v\n", index, path, err)
-		return 1, true
+	if err := deleteByIndex(args[0], args[1]); err != nil {
+		return fmt.Errorf("deleting link %s in %s: %w", args[1], args[0], err)
 	}
-	return 0, true
+	return nil
 }
 
 func deleteByIndex(path, index string) error {
@@ -96,8 +99,7 @@ func (at *attach) deleteVethDetached(c *netlink.Veth) (bool, error) {
 		defer stop()
 		subs = append(subs, ch)
 	}
-	cmd := exec.Command("/proc/self/exe")
-	cmd.Env = []string{deleteNetnsEnv + "=" + at.args.Netns, deleteIndexEnv + "=" + strconv.Itoa(c.Index)}
+	cmd := helper.Command(vethDeleteHelper, at.args.Netns, strconv.Itoa(c.Index))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return false, nil

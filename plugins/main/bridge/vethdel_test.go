@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/helper"
 )
 
 func TestAwaitDeleted(t *testing.T) {
@@ -51,10 +56,41 @@ func TestAwaitDeleted(t *testing.T) {
 	}
 }
 
-func TestHelperModeOnlyWhenAsked(t *testing.T) {
-	t.Setenv(deleteNetnsEnv, "")
-	t.Setenv(deleteIndexEnv, "")
-	if _, ok := helperMode(); ok {
-		t.Fatal("helperMode() ran without its environment")
+// TestMain answers the helper requests of the code under test, as main
+// does: a DEL run inside this test binary hands its veth to it.
+func TestMain(m *testing.M) {
+	helper.Dispatch(helpers())
+	os.Exit(m.Run())
+}
+
+func TestVethHelperRequests(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want int
+	}{
+		{"not_a_request", []string{"bridge"}, nil, -1},
+		{"old_environment_is_no_request", []string{"bridge"}, []string{"CNISUITE_BRIDGE_DELETE_NETNS=/x", "CNISUITE_BRIDGE_DELETE_INDEX=2"}, -1},
+		{"no_arguments", []string{"bridge", helper.Flag, vethDeleteHelper}, nil, 1},
+		{"bad_index", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent", "x"}, nil, 1},
+		{"missing_netns", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent", "2"}, nil, 1},
+		{"unknown_helper", []string{"bridge", helper.Flag, "bogus"}, nil, 2},
+		{"with_cni_environment", []string{"bridge", helper.Flag, vethDeleteHelper, "/x", "2"}, []string{"CNI_COMMAND=DEL"}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code, handled := helper.Run(tt.args, tt.env, strings.NewReader(""), &stderr, helpers())
+			if !handled {
+				code = -1
+			}
+			if code != tt.want {
+				t.Fatalf("helper.Run(%q) = %d, want %d (stderr %q)", tt.args, code, tt.want, stderr.String())
+			}
+			if code > 0 && stderr.Len() == 0 {
+				t.Errorf("helper.Run(%q) failed without a message on stderr", tt.args)
+			}
+		})
 	}
 }

@@ -2,9 +2,13 @@
 // of a container's network namespace.
 package main
 
-import "cnisuite/pkg/skel"
+import (
+	"cnisuite/pkg/helper"
+	"cnisuite/pkg/skel"
+)
 
 func main() {
+	helper.Dispatch(nil) // no helpers: a helper request is an error
 	skel.Main(&skel.Plugin{
 		Name:   "loopback",
 		Add:    cmdAdd,

@@ -5,10 +5,15 @@ package main
 
 import (
 	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/helper"
+	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/skel"
 )
 
 func main() {
+	// A helper request runs and exits here: the netfilter socket of a DEL
+	// that removed rules lingers in a helper (see pkg/netfilter).
+	helper.Dispatch(helper.Set{netfilter.LingerHelper: netfilter.Linger})
 	p := &plugin{newBackend: firewall.New, host: linuxHost{}}
 	skel.Main(&skel.Plugin{
 		Name:   "portmap",

@@ -3,9 +3,13 @@
 // interface, and puts everything back on DEL.
 package main
 
-import "cnisuite/pkg/skel"
+import (
+	"cnisuite/pkg/helper"
+	"cnisuite/pkg/skel"
+)
 
 func main() {
+	helper.Dispatch(nil) // no helpers: a helper request is an error
 	t := &tuner{allowList: DefaultAllowListPath, sysRoot: "/proc/sys"}
 	skel.Main(&skel.Plugin{
 		Name:   "tuning",

@@ -1,11 +1,12 @@
-package firewall
+package netfilter
 
 import (
 	"io"
 	"os"
-	"os/exec"
 
 	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/helper"
 )
 
 // Closing the netfilter socket of a transaction that deleted rules, chains
@@ -15,35 +16,28 @@ import (
 // socket the same way, so a plugin's DEL would return only after it. What
 // is left at that point is freeing memory: the deletions were committed,
 // and no packet sees the rules any more. So the socket is handed to a
-// helper process (this binary, executed again with lingerEnv set), which
-// holds the last reference and sits out the wait; the caller closes its
-// own copy at once and does not wait. When the helper cannot start, the
-// socket is closed here, with the wait.
+// helper process (this binary, run as helper LingerHelper), which holds the
+// last reference and sits out the wait; the caller closes its own copy at
+// once and does not wait. When the helper cannot start, the socket is
+// closed here, with the wait.
 
-// lingerEnv marks the helper process.
-const lingerEnv = "CNISUITE_FIREWALL_LINGER_HELPER"
+// LingerHelper is the name of the helper that holds a socket through the
+// kernel's wait. Every binary that uses this package dispatches it:
+//
+//	helper.Dispatch(helper.Set{netfilter.LingerHelper: netfilter.Linger})
+const LingerHelper = "netfilter-linger"
 
-func init() {
-	if os.Getenv(lingerEnv) == "1" {
-		lingerMain()
-	}
-}
-
-// lingerMain is the helper: it holds the socket (fd 3) until its parent
-// has let go of its own copy (EOF on stdin), then exits; the kernel's wait
-// happens in this exit.
-func lingerMain() {
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	os.Exit(0)
+// Linger is the helper: it holds the socket (fd 3) until its starter has
+// let go of its own copy (EOF on stdin) and returns; the kernel's wait
+// happens in the process exit that follows.
+func Linger(_ []string, stdin io.Reader) error {
+	_, err := io.Copy(io.Discard, stdin)
+	return err
 }
 
 // closeDetached closes fd without waiting for the kernel's deferred
 // release, and reports whether it could; false leaves fd open.
 func closeDetached(fd int) bool {
-	exe, err := os.Executable()
-	if err != nil {
-		return false
-	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return false
@@ -56,8 +50,7 @@ func closeDetached(fd int) bool {
 	}
 	sock := os.NewFile(uintptr(dup), "nfnetlink")
 	defer sock.Close()
-	cmd := exec.Command(exe)
-	cmd.Env = []string{lingerEnv + "=1"}
+	cmd := helper.Command(LingerHelper)
 	cmd.Stdin = r
 	cmd.ExtraFiles = []*os.File{sock}
 	if err := cmd.Start(); err != nil {

@@ -1,4 +1,4 @@
-package firewall
+package iptables
 
 import (
 	"bytes"
@@ -8,22 +8,29 @@ import (
 	"os/exec"
 	"strings"
 
+	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/reference"
+	"cnisuite/pkg/firewall/spoofcheck"
+	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
 
-// iptBackend writes with one `iptables-restore --noflush --wait` payload
+// Backend writes with one `iptables-restore --noflush --wait` payload
 // per family and call, and reads only the owner's own chains
-// (`iptables -t nat -S <chain>`), never the whole table.
-type iptBackend struct {
+// (`iptables -t nat -S <chain>`), never the whole table. Spoof checks are
+// bridge-family rules: package spoofcheck writes them with nftables.
+type Backend struct {
 	v4, v6 ipt
-	spoof  *nftBackend // spoof checks are bridge-family rules: nftables
 	// nft is set when iptables is iptables-nft: reads and deletions then
 	// go over netlink (see ipt_nl_linux.go).
 	nft bool
 }
 
-func newIPTables() *iptBackend {
-	return &iptBackend{v4: iptFor(true), v6: iptFor(false), spoof: newNFTables(),
+// New returns the iptables backend, reading over netlink when iptables is
+// iptables-nft.
+func New() *Backend {
+	return &Backend{v4: iptFor(true), v6: iptFor(false),
 		nft: iptablesIsNFT("iptables") && iptablesIsNFT("ip6tables")}
 }
 
@@ -94,7 +101,7 @@ func (t ipt) read(ctx context.Context, chains []string) (map[string][]string, er
 }
 
 // Usable checks that both families' nat tables can be listed.
-func (b *iptBackend) Usable(ctx context.Context) error {
+func (b *Backend) Usable(ctx context.Context) error {
 	for _, t := range []ipt{b.v4, b.v6} {
 		cmd := exec.CommandContext(ctx, t.cmd, "-w", "-t", "nat", "-S", "POSTROUTING", "1")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -106,11 +113,11 @@ func (b *iptBackend) Usable(ctx context.Context) error {
 
 // nftConn opens the netlink connection the iptables-nft paths read and
 // write with; with iptables-legacy there is none (nil, nil).
-func (b *iptBackend) nftConn() (*nlConn, error) {
+func (b *Backend) nftConn() (*netfilter.Conn, error) {
 	if !b.nft {
 		return nil, nil
 	}
-	conn, err := dialNL()
+	conn, err := netfilter.Dial()
 	if err != nil {
 		return nil, types.Errorf(types.ErrIO, "%w", err)
 	}
@@ -121,28 +128,28 @@ func (b *iptBackend) nftConn() (*nlConn, error) {
 // that has something to write. With iptables-nft, a family whose chains
 // and jumps are already in place, or that has nothing of the owner and
 // needs nothing, costs a few netlink reads and no process.
-func (b *iptBackend) Ensure(ctx context.Context, o Owner, r Rules) error {
+func (b *Backend) Ensure(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) error {
 	conn, err := b.nftConn()
 	if err != nil {
 		return err
 	}
 	if conn != nil {
-		defer conn.close()
+		defer conn.Close()
 	}
 	for _, v4 := range []bool{true, false} {
 		if err := b.ensureFamily(ctx, conn, o, iptFor(v4), iptDesired(o, r, v4)); err != nil {
 			return err
 		}
 	}
-	if needsLocalnetGuard(r) {
-		if err := b.spoof.ensureGuard(); err != nil {
+	if r.NeedsLocalnetGuard() {
+		if err := nftchain.EnsureGuard(); err != nil {
 			return fmt.Errorf("%s: localnet guard: %w", o, err)
 		}
 	}
 	return b.ensureSpoof(ctx, o, r)
 }
 
-func (b *iptBackend) ensureFamily(ctx context.Context, conn *nlConn, o Owner, t ipt, desired []iptUnit) error {
+func (b *Backend) ensureFamily(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner, t ipt, desired []iptUnit) error {
 	existing := map[string][]string{}
 	read := true
 	if conn != nil {
@@ -174,36 +181,36 @@ func (b *iptBackend) ensureFamily(ctx context.Context, conn *nlConn, o Owner, t 
 // iptProbeChains returns the chains whose state tells what an owner holds:
 // a bridge owner's masquerade chain; a portmap owner's DNAT chain, whose
 // hairpin chain always exists alongside.
-func iptProbeChains(o Owner) []string {
-	if o.Plugin == PluginPortmap {
-		return []string{iptChainName(iptPrefixDNAT, o)}
+func iptProbeChains(o fwtypes.Owner) []string {
+	if o.Plugin == fwtypes.PluginPortmap {
+		return []string{ChainName(PrefixDNAT, o)}
 	}
-	return []string{iptChainName(iptPrefixMasq, o)}
+	return []string{ChainName(PrefixMasq, o)}
 }
 
 // withCompanions adds the hairpin chain to a portmap owner's existing
 // chains, since it was created and must be deleted with the DNAT chain.
-func withCompanions(o Owner, existing map[string][]string) map[string][]string {
-	if _, ok := existing[iptChainName(iptPrefixDNAT, o)]; ok {
-		existing[iptChainName(iptPrefixHairpin, o)] = nil
+func withCompanions(o fwtypes.Owner, existing map[string][]string) map[string][]string {
+	if _, ok := existing[ChainName(PrefixDNAT, o)]; ok {
+		existing[ChainName(PrefixHairpin, o)] = nil
 	}
 	return existing
 }
 
-func (b *iptBackend) ensureSpoof(ctx context.Context, o Owner, r Rules) error {
+func (b *Backend) ensureSpoof(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) error {
 	if r.SpoofCheck == nil {
 		return nil
 	}
-	return b.spoof.Ensure(ctx, o, Rules{SpoofCheck: r.SpoofCheck})
+	return spoofcheck.Ensure(ctx, o, r.SpoofCheck)
 }
 
 // Remove deletes the owner's chains and entries, then the reference
 // plugins' rules of the attachment and the owner's spoof check. With
 // iptables-nft all of it is one netlink transaction; otherwise one
 // iptables-restore per family that has chains of the owner.
-func (b *iptBackend) Remove(ctx context.Context, o Owner) error {
+func (b *Backend) Remove(ctx context.Context, o fwtypes.Owner) error {
 	if b.nft {
-		if err := b.removeNL(ctx, o); err == nil {
+		if err := b.removeNL(o); err == nil {
 			return nil
 		}
 		// Something changed under us: the universal path below.
@@ -212,26 +219,44 @@ func (b *iptBackend) Remove(ctx context.Context, o Owner) error {
 	for _, v4 := range []bool{true, false} {
 		errs = append(errs, b.removeFamily(ctx, o, iptFor(v4)))
 	}
-	errs = append(errs, b.spoof.Remove(ctx, o)) // also the reference plugins' rules
+	errs = append(errs, removeNFT(o, nil)) // the spoof check, the reference plugins' rules
 	return errors.Join(errs...)
 }
 
-func (b *iptBackend) removeNL(ctx context.Context, o Owner) error {
-	conn, err := dialNL()
+// removeNFT deletes the owner's chains in our nftables tables (its spoof
+// check; anything an earlier nftables backend left) and what the reference
+// plugins wrote for the attachment, in one netlink transaction with extra.
+func removeNFT(o fwtypes.Owner, extra *netfilter.Batch) error {
+	conn, err := netfilter.Dial()
 	if err != nil {
 		return types.Errorf(types.ErrIO, "%w", err)
 	}
-	defer conn.close()
-	batch := &nlBatch{}
+	defer conn.Close()
+	return removeNFTOn(conn, o, extra)
+}
+
+func removeNFTOn(conn *netfilter.Conn, o fwtypes.Owner, extra *netfilter.Batch) error {
+	return nftchain.Remove(conn, o, extra, func(batch *netfilter.Batch) error {
+		return reference.Delete(conn, o, batch)
+	})
+}
+
+func (b *Backend) removeNL(o fwtypes.Owner) error {
+	conn, err := netfilter.Dial()
+	if err != nil {
+		return types.Errorf(types.ErrIO, "%w", err)
+	}
+	defer conn.Close()
+	batch := &netfilter.Batch{}
 	for _, v4 := range []bool{true, false} {
 		if err := iptFor(v4).removeNL(conn, o, batch); err != nil {
 			return types.Errorf(types.ErrIO, "%s: %w", o, err)
 		}
 	}
-	return b.spoof.removeWith(ctx, conn, o, batch)
+	return removeNFTOn(conn, o, batch)
 }
 
-func (b *iptBackend) removeFamily(ctx context.Context, o Owner, t ipt) error {
+func (b *Backend) removeFamily(ctx context.Context, o fwtypes.Owner, t ipt) error {
 	existing, err := t.read(ctx, iptProbeChains(o))
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package firewall
+package netfilter
 
 import (
 	"encoding/binary"
@@ -13,7 +13,13 @@ import (
 // nlTimeout bounds every wait for the kernel's answer on the socket.
 const nlTimeout = 5 * time.Second
 
-// nlConn is the one netfilter netlink socket a call reads and writes with.
+// Conn is the one netfilter netlink socket a call reads and writes with.
+//
+// google/nftables' Conn either dials a socket per request, each of whose
+// closes after a deleting transaction pays the wait below, or keeps one
+// inside mdlayher/netlink, which gives no way to hand the socket to another
+// process, and reads each datagram twice (a peek for its size, then the
+// read). This one is a plain file descriptor.
 //
 // A socket is cheap to open, but closing a netfilter socket after a
 // transaction that deleted anything waits in the kernel for the deferred
@@ -24,14 +30,15 @@ const nlTimeout = 5 * time.Second
 // The socket is a plain blocking one read with a buffer of 64 KiB: the
 // kernel then fills each dump message up to 32 KiB, so listing a chain of
 // a thousand rules takes a handful of system calls.
-type nlConn struct {
+type Conn struct {
 	fd      int
 	seq     uint32
 	buf     []byte
 	deleted bool // a transaction on this socket deleted something
 }
 
-func dialNL() (*nlConn, error) {
+// Dial opens the socket.
+func Dial() (*Conn, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
 	if err != nil {
 		return nil, fmt.Errorf("netlink to nftables: %w", err)
@@ -45,12 +52,12 @@ func dialNL() (*nlConn, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("netlink to nftables: %w", err)
 	}
-	return &nlConn{fd: fd, seq: uint32(time.Now().UnixNano()), buf: make([]byte, 64<<10)}, nil
+	return &Conn{fd: fd, seq: uint32(time.Now().UnixNano()), buf: make([]byte, 64<<10)}, nil
 }
 
-// close closes the socket; after a deletion, without waiting for the
+// Close closes the socket; after a deletion, without waiting for the
 // kernel to free what was deleted (see linger_linux.go).
-func (n *nlConn) close() {
+func (n *Conn) Close() {
 	if n == nil || n.fd < 0 {
 		return
 	}
@@ -62,7 +69,7 @@ func (n *nlConn) close() {
 
 // send writes messages in one datagram, numbering them; it returns the
 // first sequence number.
-func (n *nlConn) send(msgs []netlink.Message) (uint32, error) {
+func (n *Conn) send(msgs []netlink.Message) (uint32, error) {
 	first := n.seq + 1
 	var out []byte
 	for _, m := range msgs {
@@ -82,7 +89,7 @@ func (n *nlConn) send(msgs []netlink.Message) (uint32, error) {
 }
 
 // recv reads one datagram and returns its messages.
-func (n *nlConn) recv() ([]netlink.Message, error) {
+func (n *Conn) recv() ([]netlink.Message, error) {
 	for {
 		nr, _, err := unix.Recvfrom(n.fd, n.buf, 0)
 		if errors.Is(err, unix.EINTR) {
@@ -122,7 +129,7 @@ func errno(m netlink.Message) error {
 
 // execute sends one request and collects its answers: the messages of a
 // dump up to NLMSG_DONE, or the one reply, or the kernel's error.
-func (n *nlConn) execute(m netlink.Message) ([]netlink.Message, error) {
+func (n *Conn) execute(m netlink.Message) ([]netlink.Message, error) {
 	seq, err := n.send([]netlink.Message{m})
 	if err != nil {
 		return nil, err
@@ -173,16 +180,16 @@ func encodeAttrs(fn func(ae *netlink.AttributeEncoder)) []byte {
 	return b
 }
 
-// chainExists asks for one chain by name.
+// ChainExists asks for one chain by name.
 // Equivalent to: nft list chain <family> <table> <chain> (without rules)
-func (n *nlConn) chainExists(family byte, table, chain string) (bool, error) {
-	ok, _, err := n.chainUse(family, table, chain)
+func (n *Conn) ChainExists(family byte, table, chain string) (bool, error) {
+	ok, _, err := n.ChainUse(family, table, chain)
 	return ok, err
 }
 
-// chainUse looks one chain up and returns its use count: the number of
+// ChainUse looks one chain up and returns its use count: the number of
 // jumps, gotos and map elements leading to it.
-func (n *nlConn) chainUse(family byte, table, chain string) (exists bool, use uint32, err error) {
+func (n *Conn) ChainUse(family byte, table, chain string) (exists bool, use uint32, err error) {
 	data := encodeAttrs(func(ae *netlink.AttributeEncoder) {
 		ae.String(unix.NFTA_CHAIN_TABLE, table)
 		ae.String(unix.NFTA_CHAIN_NAME, chain)
@@ -215,11 +222,11 @@ func (n *nlConn) chainUse(family byte, table, chain string) (exists bool, use ui
 	return true, use, nil
 }
 
-// rules dumps the rules of one chain, decoding only what nlRule holds, so
+// Rules dumps the rules of one chain, decoding only what Rule holds, so
 // that no expression (ours or one a user put in conditions) can make the
 // listing fail. A missing table or chain yields no rules.
 // Equivalent to: nft -a list chain <family> <table> <chain>
-func (n *nlConn) rules(family byte, table, chain string) ([]nlRule, error) {
+func (n *Conn) Rules(family byte, table, chain string) ([]Rule, error) {
 	data := encodeAttrs(func(ae *netlink.AttributeEncoder) {
 		ae.String(unix.NFTA_RULE_TABLE, table)
 		ae.String(unix.NFTA_RULE_CHAIN, chain)
@@ -234,12 +241,12 @@ func (n *nlConn) rules(family byte, table, chain string) ([]nlRule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing rules of %s %s: %w", table, chain, err)
 	}
-	var out []nlRule
+	var out []Rule
 	for _, m := range msgs {
 		if len(m.Data) < 4 {
 			continue
 		}
-		r, err := decodeNLRule(m.Data[4:])
+		r, err := decodeRule(m.Data[4:])
 		if err != nil {
 			return nil, err
 		}
@@ -248,13 +255,13 @@ func (n *nlConn) rules(family byte, table, chain string) ([]nlRule, error) {
 	return out, nil
 }
 
-// apply sends the batch as one transaction and waits for the kernel's
+// Apply sends the batch as one transaction and waits for the kernel's
 // answer to each message: all of it is applied, or none.
-func (n *nlConn) apply(b *nlBatch) error {
+func (n *Conn) Apply(b *Batch) error {
 	if b.err != nil {
 		return b.err
 	}
-	if b.empty() {
+	if b.Empty() {
 		return nil
 	}
 	begin := netlink.Message{
@@ -267,7 +274,7 @@ func (n *nlConn) apply(b *nlBatch) error {
 	if err != nil {
 		return fmt.Errorf("sending nftables transaction: %w", err)
 	}
-	n.deleted = n.deleted || b.deletes()
+	n.deleted = n.deleted || b.Deletes()
 	// Messages first+1 … first+len(b.msgs) each get an ack or an error.
 	var errs []error
 	for acked := 0; acked < len(b.msgs); {
@@ -292,12 +299,12 @@ func (n *nlConn) apply(b *nlBatch) error {
 	return nil
 }
 
-// listRules is rules on a socket of its own.
-func listRules(family byte, table, chain string) ([]nlRule, error) {
-	conn, err := dialNL()
+// ListRules is rules on a socket of its own.
+func ListRules(family byte, table, chain string) ([]Rule, error) {
+	conn, err := Dial()
 	if err != nil {
 		return nil, err
 	}
-	defer conn.close()
-	return conn.rules(family, table, chain)
+	defer conn.Close()
+	return conn.Rules(family, table, chain)
 }

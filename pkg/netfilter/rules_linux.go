@@ -1,4 +1,4 @@
-package firewall
+package netfilter
 
 import (
 	"bytes"
@@ -10,35 +10,41 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// nlRule is what we need of a listed rule: its handle, its comment and
+// Rule is what we need of a listed rule: its handle, its comment and
 // the chain it jumps or goes to, if any.
-type nlRule struct {
-	handle  uint64
-	comment string
-	jump    string
-	exprs   []byte // NFTA_RULE_EXPRESSIONS as the kernel dumped it
+//
+// google/nftables' GetRules decodes every expression into typed values and
+// fails the whole listing on one it cannot decode (an xt match of
+// iptables-nft, a user's condition); a listing here must never fail on a
+// rule that is not ours, and decoding only these fields costs nothing per
+// expression.
+type Rule struct {
+	Handle  uint64
+	Comment string // the nft comment, or the text of an iptables-nft "-m comment"
+	Jump    string
+	Exprs   []byte // NFTA_RULE_EXPRESSIONS as the kernel dumped it
 }
 
-func decodeNLRule(b []byte) (nlRule, error) {
+func decodeRule(b []byte) (Rule, error) {
 	ad, err := netlink.NewAttributeDecoder(b)
 	if err != nil {
-		return nlRule{}, err
+		return Rule{}, err
 	}
 	ad.ByteOrder = binary.BigEndian
-	var r nlRule
+	var r Rule
 	for ad.Next() {
 		switch ad.Type() {
 		case unix.NFTA_RULE_HANDLE:
-			r.handle = ad.Uint64()
+			r.Handle = ad.Uint64()
 		case unix.NFTA_RULE_USERDATA:
-			r.comment, _ = userdata.GetString(ad.Bytes(), userdata.TypeComment)
+			r.Comment, _ = userdata.GetString(ad.Bytes(), userdata.TypeComment)
 		case unix.NFTA_RULE_EXPRESSIONS:
-			r.exprs = ad.Bytes()
-			xt, jump := scanExprs(r.exprs)
-			if r.comment == "" {
-				r.comment = xt
+			r.Exprs = ad.Bytes()
+			xt, jump := scanExprs(r.Exprs)
+			if r.Comment == "" {
+				r.Comment = xt
 			}
-			r.jump = jump
+			r.Jump = jump
 		}
 	}
 	return r, ad.Err()
@@ -97,7 +103,7 @@ func immediateChain(data []byte) string {
 		}
 		for vd.Next() {
 			if vd.Type() == unix.NFTA_DATA_VERDICT {
-				return verdictChain(vd.Bytes())
+				return VerdictChain(vd.Bytes())
 			}
 		}
 	}
@@ -128,9 +134,9 @@ func xtMatchComment(data []byte) string {
 	return string(info)
 }
 
-// parseExprs decodes the expressions of a dumped rule, as far as they are
+// ParseExprs decodes the expressions of a dumped rule, as far as they are
 // of the kinds our fixed rules use; ok is false for any other kind.
-func parseExprs(family byte, b []byte) (out []expr.Any, ok bool) {
+func ParseExprs(family byte, b []byte) (out []expr.Any, ok bool) {
 	list, err := netlink.NewAttributeDecoder(b)
 	if err != nil {
 		return nil, false
@@ -150,7 +156,7 @@ func parseExprs(family byte, b []byte) (out []expr.Any, ok bool) {
 				if e == nil || expr.Unmarshal(family, ex.Bytes(), e) != nil {
 					return nil, false
 				}
-				if imm, isImm := e.(*expr.Immediate); isImm && imm.Register == regVerdict && len(imm.Data) == 0 {
+				if imm, isImm := e.(*expr.Immediate); isImm && imm.Register == 0 && len(imm.Data) == 0 {
 					v := &expr.Verdict{}
 					if expr.Unmarshal(family, ex.Bytes(), v) != nil {
 						return nil, false
@@ -188,4 +194,20 @@ func exprOfName(name string) expr.Any {
 		return &expr.NAT{}
 	}
 	return nil
+}
+
+// VerdictChain returns the chain of a verdict's data (the nested
+// NFTA_VERDICT_* attributes of a verdict-map element or an immediate
+// expression), or "".
+func VerdictChain(val []byte) string {
+	ad, err := netlink.NewAttributeDecoder(val)
+	if err != nil {
+		return ""
+	}
+	for ad.Next() {
+		if ad.Type() == unix.NFTA_VERDICT_CHAIN {
+			return ad.String()
+		}
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package firewall
+package iptables
 
 import (
 	"bytes"
@@ -10,18 +10,22 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/spoofcheck"
+	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
 
 // Check compares the owner's chains with the rules r needs, by the digest
 // comment of each rule, and checks each entry with iptables -C.
-func (b *iptBackend) Check(ctx context.Context, o Owner, r Rules) error {
+func (b *Backend) Check(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) error {
 	conn, err := b.nftConn()
 	if err != nil {
 		return err
 	}
 	if conn != nil {
-		defer conn.close()
+		defer conn.Close()
 	}
 	for _, v4 := range []bool{true, false} {
 		t, desired := iptFor(v4), iptDesired(o, r, v4)
@@ -35,16 +39,16 @@ func (b *iptBackend) Check(ctx context.Context, o Owner, r Rules) error {
 		}
 	}
 	if r.SpoofCheck != nil {
-		return b.spoof.Check(ctx, o, Rules{SpoofCheck: r.SpoofCheck})
+		return spoofcheck.Check(o, r.SpoofCheck)
 	}
 	return nil
 }
 
-func checkFamily(ctx context.Context, o Owner, t ipt, desired []iptUnit) error {
+func checkFamily(ctx context.Context, o fwtypes.Owner, t ipt, desired []iptUnit) error {
 	for _, u := range desired {
 		rules, err := t.list(ctx, u.chain)
 		if errors.Is(err, errNoChain) {
-			return types.Errorf(ErrMissing, "%s chain %s is missing", t.cmd, u.chain)
+			return types.Errorf(fwtypes.ErrMissing, "%s chain %s is missing", t.cmd, u.chain)
 		}
 		if err != nil {
 			return err
@@ -56,7 +60,7 @@ func checkFamily(ctx context.Context, o Owner, t ipt, desired []iptUnit) error {
 		for _, r := range u.rules {
 			c := iptRuleComment(r)
 			if have[c] == 0 {
-				return types.Errorf(ErrMissing, "%s rule %q is missing from chain %s", t.cmd, r, u.chain)
+				return types.Errorf(fwtypes.ErrMissing, "%s rule %q is missing from chain %s", t.cmd, r, u.chain)
 			}
 			have[c]--
 		}
@@ -73,34 +77,34 @@ func checkFamily(ctx context.Context, o Owner, t ipt, desired []iptUnit) error {
 // The jumps into an owner chain are counted by the chain's use count (its
 // rules plus what leads to it; only our jumps do), so nothing that grows
 // with the number of attachments is read.
-func checkFamilyNL(conn *nlConn, o Owner, t ipt, desired []iptUnit) error {
+func checkFamilyNL(conn *netfilter.Conn, o fwtypes.Owner, t ipt, desired []iptUnit) error {
 	for _, u := range desired {
-		ok, use, err := conn.chainUse(t.nfproto(), "nat", u.chain)
+		ok, use, err := conn.ChainUse(t.nfproto(), "nat", u.chain)
 		if err != nil {
 			return types.Errorf(types.ErrIO, "%w", err)
 		}
 		if !ok {
-			return types.Errorf(ErrMissing, "%s chain %s is missing", t.cmd, u.chain)
+			return types.Errorf(fwtypes.ErrMissing, "%s chain %s is missing", t.cmd, u.chain)
 		}
-		rules, err := conn.rules(t.nfproto(), "nat", u.chain)
+		rules, err := conn.Rules(t.nfproto(), "nat", u.chain)
 		if err != nil {
 			return types.Errorf(types.ErrIO, "%w", err)
 		}
 		have := map[string]int{}
 		for _, r := range rules {
-			have[r.comment]++
+			have[r.Comment]++
 		}
 		for _, r := range u.rules {
 			c := iptRuleComment(r)
 			if have[c] == 0 {
-				return types.Errorf(ErrMissing, "%s rule %q is missing from chain %s", t.cmd, r, u.chain)
+				return types.Errorf(fwtypes.ErrMissing, "%s rule %q is missing from chain %s", t.cmd, r, u.chain)
 			}
 			have[c]--
 		}
 		// The use count covers the chain's own rules and what leads to it.
 		refs := int(use) - len(rules)
 		if entries := iptEntries(o, u.chain, u.rules); refs < len(entries) {
-			return types.Errorf(ErrMissing, "%s: %d of the %d jumps into chain %s are missing (%q in %s)",
+			return types.Errorf(fwtypes.ErrMissing, "%s: %d of the %d jumps into chain %s are missing (%q in %s)",
 				t.cmd, len(entries)-refs, len(entries), u.chain, entries[0].spec, entries[0].parent)
 		}
 	}
@@ -135,7 +139,7 @@ func splitSpec(spec string) []string {
 
 // GC removes the network's owner chains whose owner is not kept. It reads
 // the whole nat table once per family (iptables-save -t nat).
-func (b *iptBackend) GC(ctx context.Context, plugin, network string, keep []Owner) error {
+func (b *Backend) GC(ctx context.Context, plugin, network string, keep []fwtypes.Owner) error {
 	kept := map[string]bool{}
 	for _, o := range keep {
 		o.Plugin, o.Network = plugin, network
@@ -147,7 +151,7 @@ func (b *iptBackend) GC(ctx context.Context, plugin, network string, keep []Owne
 	for _, v4 := range []bool{true, false} {
 		errs = append(errs, gcFamily(ctx, iptFor(v4), iptNetPrefixes(plugin, network), kept))
 	}
-	errs = append(errs, b.spoof.GC(ctx, plugin, network, keep))
+	errs = append(errs, nftchain.GC(plugin, network, keep))
 	return errors.Join(errs...)
 }
 
@@ -207,17 +211,17 @@ func checkEntry(ctx context.Context, t ipt, e iptEntry) error {
 		family = unix.NFPROTO_IPV6
 	}
 	tag := strings.SplitN(e.spec, `"`, 3)[1]
-	if rules, err := listRules(family, "nat", e.parent); err == nil && len(rules) > 0 {
+	if rules, err := netfilter.ListRules(family, "nat", e.parent); err == nil && len(rules) > 0 {
 		for _, r := range rules {
-			if r.comment == tag {
+			if r.Comment == tag {
 				return nil
 			}
 		}
-		return types.Errorf(ErrMissing, "%s jump %q in %s is missing", t.cmd, e.spec, e.parent)
+		return types.Errorf(fwtypes.ErrMissing, "%s jump %q in %s is missing", t.cmd, e.spec, e.parent)
 	}
 	args := append([]string{"-w", "-t", "nat", "-C", e.parent}, splitSpec(e.spec)...)
 	if out, err := exec.CommandContext(ctx, t.cmd, args...).CombinedOutput(); err != nil {
-		return types.Errorf(ErrMissing, "%s jump %q in %s: %s", t.cmd, e.spec, e.parent, strings.TrimSpace(string(out)))
+		return types.Errorf(fwtypes.ErrMissing, "%s jump %q in %s: %s", t.cmd, e.spec, e.parent, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

@@ -1,22 +1,23 @@
-package firewall
+package iptables
 
 import (
 	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/hex"
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
+
+	"cnisuite/pkg/firewall/fwtypes"
 )
 
 // Owner chain prefixes of the iptables backend, all in table nat. Chain
 // names are at most 28 characters: prefix, 6 hex of the network hash, 14
 // of the owner hash.
 const (
-	iptPrefixMasq    = "CNIS-MQ-" // bridge masquerade, from POSTROUTING
-	iptPrefixDNAT    = "CNIS-DN-" // portmap DNAT, from PREROUTING and OUTPUT
-	iptPrefixHairpin = "CNIS-HM-" // portmap masquerade of marked packets
+	PrefixMasq    = "CNIS-MQ-" // bridge masquerade, from POSTROUTING
+	PrefixDNAT    = "CNIS-DN-" // portmap DNAT, from PREROUTING and OUTPUT
+	PrefixHairpin = "CNIS-HM-" // portmap masquerade of marked packets
 )
 
 // iptUnit is an owner chain with its rules (the text after "-A <chain> ").
@@ -32,18 +33,19 @@ type iptEntry struct {
 	insert bool   // -I <parent> 1 instead of -A
 }
 
-func iptChainName(prefix string, o Owner) string {
-	return prefix + o.netHash()[:6] + o.hash()[:14]
+// ChainName returns the name of an owner chain of the given kind.
+func ChainName(prefix string, o fwtypes.Owner) string {
+	return prefix + o.NetHash()[:6] + o.Hash()[:14]
 }
 
 func iptNetPrefixes(plugin, network string) []string {
-	n := Owner{Plugin: plugin, Network: network}.netHash()[:6]
-	return []string{iptPrefixMasq + n, iptPrefixDNAT + n, iptPrefixHairpin + n}
+	n := fwtypes.Owner{Plugin: plugin, Network: network}.NetHash()[:6]
+	return []string{PrefixMasq + n, PrefixDNAT + n, PrefixHairpin + n}
 }
 
 // iptOwnerChains lists every chain an owner may have in one family.
-func iptOwnerChains(o Owner) []string {
-	return []string{iptChainName(iptPrefixMasq, o), iptChainName(iptPrefixDNAT, o), iptChainName(iptPrefixHairpin, o)}
+func iptOwnerChains(o fwtypes.Owner) []string {
+	return []string{ChainName(PrefixMasq, o), ChainName(PrefixDNAT, o), ChainName(PrefixHairpin, o)}
 }
 
 // iptComment is the comment of a rule: a digest of the rule text.
@@ -70,7 +72,7 @@ func iptRuleComment(line string) string {
 }
 
 // iptDesired returns the owner chains r needs in one family.
-func iptDesired(o Owner, r Rules, v4 bool) []iptUnit {
+func iptDesired(o fwtypes.Owner, r fwtypes.Rules, v4 bool) []iptUnit {
 	var out []iptUnit
 	if u := iptMasqUnit(o, r.Masq, v4); len(u.rules) > 0 {
 		out = append(out, u)
@@ -81,19 +83,19 @@ func iptDesired(o Owner, r Rules, v4 bool) []iptUnit {
 	return out
 }
 
-func iptMasqUnit(o Owner, ms []Masq, v4 bool) iptUnit {
-	u := iptUnit{chain: iptChainName(iptPrefixMasq, o)}
+func iptMasqUnit(o fwtypes.Owner, ms []fwtypes.Masq, v4 bool) iptUnit {
+	u := iptUnit{chain: ChainName(PrefixMasq, o)}
 	multicast := "ff00::/8"
 	if v4 {
 		multicast = "224.0.0.0/4"
 	}
 	for _, m := range ms {
-		if isV4(m.Addr.IP) != v4 {
+		if fwtypes.IsV4(m.Addr.IP) != v4 {
 			continue
 		}
-		src := "-s " + hostNet(m.Addr.IP).String()
+		src := "-s " + fwtypes.HostNet(m.Addr.IP).String()
 		u.rules = append(u.rules,
-			iptRule(src+" -d "+subnetOf(&m.Addr).String(), "-j RETURN"),
+			iptRule(src+" -d "+fwtypes.SubnetOf(&m.Addr).String(), "-j RETURN"),
 			iptRule(src+" -d "+multicast, "-j RETURN"),
 			iptRule(src, "-j MASQUERADE"))
 	}
@@ -102,8 +104,8 @@ func iptMasqUnit(o Owner, ms []Masq, v4 bool) iptUnit {
 
 // iptDNATUnit marks hairpin and localhost connections, then DNATs, per
 // mapping of the family.
-func iptDNATUnit(o Owner, pm *PortMaps, v4 bool) iptUnit {
-	u := iptUnit{chain: iptChainName(iptPrefixDNAT, o)}
+func iptDNATUnit(o fwtypes.Owner, pm *fwtypes.PortMaps, v4 bool) iptUnit {
+	u := iptUnit{chain: ChainName(PrefixDNAT, o)}
 	cip, conds := pm.ContainerV6, pm.ConditionsV6
 	if v4 {
 		cip, conds = pm.ContainerV4, pm.ConditionsV4
@@ -118,20 +120,20 @@ func iptDNATUnit(o Owner, pm *PortMaps, v4 bool) iptUnit {
 	case pm.MasqAll:
 		sources = []string{""}
 	case v4:
-		sources = []string{"-s " + subnetOf(cip).String(), "-s 127.0.0.1/32"}
+		sources = []string{"-s " + fwtypes.SubnetOf(cip).String(), "-s 127.0.0.1/32"}
 	default:
-		sources = []string{"-s " + subnetOf(cip).String()}
+		sources = []string{"-s " + fwtypes.SubnetOf(cip).String()}
 	}
-	for _, m := range forFamily(pm.Mappings, v4) {
+	for _, m := range fwtypes.ForFamily(pm.Mappings, v4) {
 		match := strings.Join(conds, " ")
-		if h := specificHost(m); h != nil {
-			match += " -d " + hostNet(h).String()
+		if h := m.SpecificHost(); h != nil {
+			match += " -d " + fwtypes.HostNet(h).String()
 		}
 		match += fmt.Sprintf(" -p %s -m %s --dport %d", m.Protocol, m.Protocol, m.HostPort)
 		for _, src := range sources {
 			u.rules = append(u.rules, iptRule(src+" "+strings.TrimSpace(match), mark))
 		}
-		u.rules = append(u.rules, iptRule(match, "-j DNAT --to-destination "+joinHostPort(cip.IP, m.ContainerPort)))
+		u.rules = append(u.rules, iptRule(match, "-j DNAT --to-destination "+fwtypes.JoinHostPort(cip.IP, m.ContainerPort)))
 	}
 	return u
 }
@@ -139,8 +141,8 @@ func iptDNATUnit(o Owner, pm *PortMaps, v4 bool) iptUnit {
 // iptHairpinUnit masquerades the packets the DNAT chain marked. It is empty
 // without SNAT, or when an external chain sets the mark (its owner then
 // masquerades).
-func iptHairpinUnit(o Owner, pm *PortMaps) iptUnit {
-	u := iptUnit{chain: iptChainName(iptPrefixHairpin, o)}
+func iptHairpinUnit(o fwtypes.Owner, pm *fwtypes.PortMaps) iptUnit {
+	u := iptUnit{chain: ChainName(PrefixHairpin, o)}
 	if pm.SNAT && pm.ExternalSetMarkChain == "" {
 		bit := fmt.Sprintf("%#x/%#x", 1<<pm.MarkBit, 1<<pm.MarkBit)
 		u.rules = append(u.rules, iptRule("-m mark --mark "+bit, "-j MASQUERADE"))
@@ -153,13 +155,13 @@ var iptSourceRE = regexp.MustCompile(`^-s (\S+) `)
 // iptEntries returns the jumps leading into an owner chain. They are a
 // function of the chain's name and rules only, so Remove derives them from
 // what it reads back.
-func iptEntries(o Owner, chain string, rules []string) []iptEntry {
+func iptEntries(o fwtypes.Owner, chain string, rules []string) []iptEntry {
 	tag := fmt.Sprintf("-m comment --comment %q -j %s", "cnisuite "+o.String(), chain)
 	switch {
-	case strings.HasPrefix(chain, iptPrefixDNAT):
+	case strings.HasPrefix(chain, PrefixDNAT):
 		spec := "-m addrtype --dst-type LOCAL " + tag
 		return []iptEntry{{parent: "PREROUTING", spec: spec}, {parent: "OUTPUT", spec: spec}}
-	case strings.HasPrefix(chain, iptPrefixHairpin):
+	case strings.HasPrefix(chain, PrefixHairpin):
 		return []iptEntry{{parent: "POSTROUTING", spec: tag}}
 	}
 	var srcs []string
@@ -182,7 +184,7 @@ func iptEntries(o Owner, chain string, rules []string) []iptEntry {
 // the existing owner chains (name → listed rules, without "-A <chain> ")
 // into the desired ones. Declaring a chain flushes it, so rewriting it is
 // one line; entries are added or deleted by difference.
-func iptEnsurePayload(o Owner, desired []iptUnit, existing map[string][]string) string {
+func iptEnsurePayload(o fwtypes.Owner, desired []iptUnit, existing map[string][]string) string {
 	lines := []string{"*nat"}
 	want := map[string]bool{}
 	for _, u := range desired {
@@ -223,7 +225,7 @@ func iptEnsurePayload(o Owner, desired []iptUnit, existing map[string][]string) 
 
 // iptRemovePayload deletes the existing owner chains and their entries;
 // empty when nothing exists.
-func iptRemovePayload(o Owner, existing map[string][]string) string {
+func iptRemovePayload(o fwtypes.Owner, existing map[string][]string) string {
 	if len(existing) == 0 {
 		return ""
 	}
@@ -234,7 +236,7 @@ func iptRemovePayload(o Owner, existing map[string][]string) string {
 	return strings.Join(append(lines, "COMMIT"), "\n") + "\n"
 }
 
-func iptDeleteChain(o Owner, chain string, rules []string) []string {
+func iptDeleteChain(o fwtypes.Owner, chain string, rules []string) []string {
 	var lines []string
 	for _, e := range iptEntries(o, chain, rules) {
 		lines = append(lines, "-D "+e.parent+" "+e.spec)
@@ -265,7 +267,15 @@ func sortedChains(m map[string][]string) func(func(string, []string) bool) {
 	}
 }
 
-func sha512Hex(s string) string {
-	sum := sha512.Sum512([]byte(s))
-	return hex.EncodeToString(sum[:])
+// Payloads returns the iptables-restore payloads Ensure writes for an owner
+// with no rules yet, each after a line naming its command: the text golden
+// files hold.
+func Payloads(o fwtypes.Owner, r fwtypes.Rules) string {
+	var b strings.Builder
+	for _, v4 := range []bool{true, false} {
+		if d := iptDesired(o, r, v4); len(d) > 0 {
+			fmt.Fprintf(&b, "# %s\n%s", iptFor(v4).restoreCmd, iptEnsurePayload(o, d, nil))
+		}
+	}
+	return b.String()
 }

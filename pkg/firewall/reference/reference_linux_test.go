@@ -1,4 +1,4 @@
-package firewall
+package reference_test
 
 import (
 	"context"
@@ -7,6 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/internal/fwtest"
+	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/reference"
 	"cnisuite/test/sandbox"
 )
 
@@ -14,34 +19,50 @@ import (
 // iptables-restore payload or an nft script, per container.
 type refState struct {
 	name   string
-	owner  Owner
+	owner  fwtypes.Owner
 	ipt    func(cid string) string // iptables-restore lines, without *nat/COMMIT
 	nft    func(cid string) string // nft script
 	shared []string                // what must stay: the reference's shared chains
 }
 
+func TestMain(m *testing.M) { fwtest.Main(m) }
+
+func TestNames(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{reference.MasqChain(fwtypes.Owner{Network: "test", ContainerID: "1234"}), "CNI-2bbe0c48b91a7d1b8a6753a8"},
+		{reference.DNChain(fwtypes.Owner{Network: "test", ContainerID: "1234"}), "CNI-DN-2bbe0c48b91a7d1b8a675"},
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("reference chain name = %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
 func refCases() []refState {
-	o1 := func(p string) Owner { return Owner{Plugin: p, Network: "net1", ContainerID: "ctr1", IfName: "eth0"} }
-	dn := func(cid string) string { return refDNChain(Owner{Network: "net1", ContainerID: cid}) }
-	mq := func(cid string) string { return refMasqChain(Owner{Network: "net1", ContainerID: cid}) }
+	o1 := func(p string) fwtypes.Owner {
+		return fwtypes.Owner{Plugin: p, Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
+	}
+	dn := func(cid string) string { return reference.DNChain(fwtypes.Owner{Network: "net1", ContainerID: cid}) }
+	mq := func(cid string) string { return reference.MasqChain(fwtypes.Owner{Network: "net1", ContainerID: cid}) }
 	port := map[string]string{"ctr1": "8080", "ctr2": "8081"}
 	ip := map[string]string{"ctr1": "10.22.0.2", "ctr2": "10.22.0.3"}
 	return []refState{
-		{name: "portmap_iptables", owner: o1(PluginPortmap), shared: []string{"CNI-HOSTPORT-DNAT"},
+		{name: "portmap_iptables", owner: o1(fwtypes.PluginPortmap), shared: []string{"CNI-HOSTPORT-DNAT"},
 			ipt: func(cid string) string {
 				return fmt.Sprintf(`:%[1]s - [0:0]
 -A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \"net1\" id: \"%[2]s\"" -m multiport --dports %[3]s -j %[1]s
 -A %[1]s -p tcp -m tcp --dport %[3]s -j DNAT --to-destination %[4]s:80
 `, dn(cid), cid, port[cid], ip[cid])
 			}},
-		{name: "portmap_nftables", owner: o1(PluginPortmap), shared: []string{"table ip cni_hostport"},
+		{name: "portmap_nftables", owner: o1(fwtypes.PluginPortmap), shared: []string{"table ip cni_hostport"},
 			nft: func(cid string) string {
 				return fmt.Sprintf(`add rule ip cni_hostport hostports tcp dport %[2]s dnat to %[3]s:80 comment "%[1]s"
 add rule ip cni_hostport masquerading ip saddr %[3]s ip daddr %[3]s masquerade comment "%[1]s"
 add rule ip cni_hostport masquerading ip saddr 127.0.0.1 ip daddr %[3]s masquerade comment "%[1]s"
 `, cid, port[cid], ip[cid])
 			}},
-		{name: "bridge_iptables", owner: o1(PluginBridge), shared: []string{"POSTROUTING"},
+		{name: "bridge_iptables", owner: o1(fwtypes.PluginBridge), shared: []string{"POSTROUTING"},
 			ipt: func(cid string) string {
 				c := fmt.Sprintf(`-m comment --comment "name: \"net1\" id: \"%s\""`, cid)
 				return fmt.Sprintf(`:%[1]s - [0:0]
@@ -50,12 +71,12 @@ add rule ip cni_hostport masquerading ip saddr 127.0.0.1 ip daddr %[3]s masquera
 -A %[1]s ! -d 224.0.0.0/4 %[3]s -j MASQUERADE
 `, mq(cid), ip[cid], c)
 			}},
-		{name: "bridge_nftables", owner: o1(PluginBridge), shared: []string{"chain masq_checks"},
+		{name: "bridge_nftables", owner: o1(fwtypes.PluginBridge), shared: []string{"chain masq_checks"},
 			nft: func(cid string) string {
-				c := refHash16("net1") + "-" + refHash16("eth0:"+cid) + ", net: net1, if: eth0, id: " + cid
+				c := reference.Hash16("net1") + "-" + reference.Hash16("eth0:"+cid) + ", net: net1, if: eth0, id: " + cid
 				return fmt.Sprintf("add rule inet cni_plugins_masquerade masq_checks ip saddr %s ip daddr != 10.22.0.0/24 masquerade comment %q\n", ip[cid], c)
 			}},
-		{name: "bridge_spoofcheck", owner: o1(PluginBridge), shared: []string{"table bridge nat"},
+		{name: "bridge_spoofcheck", owner: o1(fwtypes.PluginBridge), shared: []string{"table bridge nat"},
 			nft: func(cid string) string {
 				ch := "cni-br-iface-" + cid + "-eth0"
 				c := fmt.Sprintf("comment %q", "macspoofchk-"+cid+"-eth0")
@@ -70,7 +91,7 @@ add rule bridge nat %[1]s-mac drop %[2]s
 	}
 }
 
-// refBase is the reference plugins' shared state the per-attachment rules
+// refBaseNFT is the reference plugins' shared state the per-attachment rules
 // hang from.
 const refBaseNFT = `add table ip cni_hostport
 add chain ip cni_hostport hostports
@@ -99,17 +120,17 @@ func TestRemoveDeletesReferenceRules(t *testing.T) {
 	sandbox.Require(t)
 	ctx := context.Background()
 	for _, tc := range refCases() {
-		for _, kind := range []string{KindNFTables, KindIPTables} {
+		for _, kind := range []string{firewall.KindNFTables, firewall.KindIPTables} {
 			t.Run(tc.name+"/"+kind, func(t *testing.T) {
-				inNS(t, func() {
+				fwtest.InNS(t, func() {
 					writeReference(t, tc)
-					gone := []string{"ctr1", refDNChain(tc.owner), refMasqChain(tc.owner)}
+					gone := []string{"ctr1", reference.DNChain(tc.owner), reference.MasqChain(tc.owner)}
 					before := refListing(t, tc)
-					if !strings.Contains(before, "ctr1") && !strings.Contains(before, refDNChain(tc.owner)) &&
-						!strings.Contains(before, refMasqChain(tc.owner)) {
+					if !strings.Contains(before, "ctr1") && !strings.Contains(before, reference.DNChain(tc.owner)) &&
+						!strings.Contains(before, reference.MasqChain(tc.owner)) {
 						t.Fatalf("setup wrote nothing of ctr1:\n%s", before)
 					}
-					b, err := New(ctx, kind)
+					b, err := firewall.New(ctx, kind)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -137,14 +158,16 @@ func writeReference(t *testing.T, tc refState) {
 	t.Helper()
 	if tc.nft != nil {
 		script := refBaseNFT + tc.nft("ctr1") + tc.nft("ctr2")
-		if err := runNFT(context.Background(), "nft", script); err != nil {
+		if err := nftchain.RunScript(context.Background(), script); err != nil {
 			t.Fatalf("writing the reference's nftables rules: %v\n%s", err, script)
 		}
 		return
 	}
 	payload := "*nat\n" + refBaseIPT + tc.ipt("ctr1") + tc.ipt("ctr2") + "COMMIT\n"
-	if err := iptFor(true).restore(context.Background(), payload); err != nil {
-		t.Fatalf("writing the reference's iptables rules: %v\n%s", err, payload)
+	cmd := exec.Command("iptables-restore", "--noflush", "--wait")
+	cmd.Stdin = strings.NewReader(payload)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("writing the reference's iptables rules: %v: %s\n%s", err, out, payload)
 	}
 }
 
@@ -153,7 +176,7 @@ func writeReference(t *testing.T, tc refState) {
 func refListing(t *testing.T, tc refState) string {
 	t.Helper()
 	if tc.nft != nil {
-		return listing(t)
+		return fwtest.Listing(t)
 	}
 	out, err := exec.Command("iptables", "-t", "nat", "-S").CombinedOutput()
 	if err != nil {

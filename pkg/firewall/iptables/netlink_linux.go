@@ -1,4 +1,4 @@
-package firewall
+package iptables
 
 import (
 	"os/exec"
@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/netfilter"
 )
 
 // With iptables-nft, iptables chains are nftables chains of the tables
@@ -31,11 +34,11 @@ func iptablesIsNFT(cmd string) bool {
 }
 
 // natTable returns the nftables table behind the family's nat table.
-func (t ipt) natTable() nftTable {
+func (t ipt) natTable() netfilter.Table {
 	if t.cmd == "ip6tables" {
-		return nftTable{"ip6", "nat"}
+		return netfilter.Table{Family: "ip6", Name: "nat"}
 	}
-	return nftTable{"ip", "nat"}
+	return netfilter.Table{Family: "ip", Name: "nat"}
 }
 
 func (t ipt) nfproto() byte {
@@ -47,23 +50,23 @@ func (t ipt) nfproto() byte {
 
 // presentNL returns the chains among names that exist in the family's nat
 // table, with the comments of their rules.
-func (t ipt) presentNL(conn *nlConn, names []string) (map[string][]string, error) {
+func (t ipt) presentNL(conn *netfilter.Conn, names []string) (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, c := range names {
-		ok, err := conn.chainExists(t.nfproto(), "nat", c)
+		ok, err := conn.ChainExists(t.nfproto(), "nat", c)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			continue
 		}
-		rules, err := conn.rules(t.nfproto(), "nat", c)
+		rules, err := conn.Rules(t.nfproto(), "nat", c)
 		if err != nil {
 			return nil, err
 		}
 		comments := []string{}
 		for _, r := range rules {
-			comments = append(comments, r.comment)
+			comments = append(comments, r.Comment)
 		}
 		out[c] = comments
 	}
@@ -77,7 +80,7 @@ var iptParents = []string{"PREROUTING", "OUTPUT", "POSTROUTING"}
 func parentsOf(chains []string) []string {
 	need := map[string]bool{}
 	for _, c := range chains {
-		if strings.HasPrefix(c, iptPrefixDNAT) {
+		if strings.HasPrefix(c, PrefixDNAT) {
 			need["PREROUTING"], need["OUTPUT"] = true, true
 		} else {
 			need["POSTROUTING"] = true
@@ -94,12 +97,12 @@ func parentsOf(chains []string) []string {
 
 // parentRules holds the built-in chains a call dumped: each holds one
 // jump per attachment, so they are the one read that grows with the node.
-type parentRules map[string][]nlRule
+type parentRules map[string][]netfilter.Rule
 
-func (t ipt) parents(conn *nlConn, chains []string) (parentRules, error) {
+func (t ipt) parents(conn *netfilter.Conn, chains []string) (parentRules, error) {
 	out := parentRules{}
 	for _, p := range parentsOf(chains) {
-		rules, err := conn.rules(t.nfproto(), "nat", p)
+		rules, err := conn.Rules(t.nfproto(), "nat", p)
 		if err != nil {
 			return nil, err
 		}
@@ -118,7 +121,7 @@ func keys(m map[string][]string) []string {
 
 // removeNL adds to batch the deletion of the owner chains that exist in
 // the family (every jump to them, by handle, then the chains).
-func (t ipt) removeNL(conn *nlConn, o Owner, batch *nlBatch) error {
+func (t ipt) removeNL(conn *netfilter.Conn, o fwtypes.Owner, batch *netfilter.Batch) error {
 	present, err := t.presentNL(conn, iptOwnerChains(o))
 	if err != nil || len(present) == 0 {
 		return err
@@ -129,16 +132,16 @@ func (t ipt) removeNL(conn *nlConn, o Owner, batch *nlBatch) error {
 	}
 	for _, p := range iptParents {
 		for _, r := range parents[p] {
-			if _, ok := present[r.jump]; ok {
-				batch.delRule(t.natTable(), p, r.handle)
+			if _, ok := present[r.Jump]; ok {
+				batch.DelRule(t.natTable(), p, r.Handle)
 			}
 		}
 	}
 	for chain := range sortedChains(present) {
-		batch.flushChain(t.natTable(), chain)
+		batch.FlushChain(t.natTable(), chain)
 	}
 	for chain := range sortedChains(present) {
-		batch.delChain(t.natTable(), chain)
+		batch.DelChain(t.natTable(), chain)
 	}
 	return nil
 }
@@ -147,7 +150,7 @@ func (t ipt) removeNL(conn *nlConn, o Owner, batch *nlBatch) error {
 // owner chains (by their rules' digest comments) and their jumps, and no
 // other owner chain: then Ensure has nothing to write. It also reports
 // whether the owner has any chain in the family.
-func (t ipt) inPlaceNL(conn *nlConn, o Owner, desired []iptUnit) (done, any bool, err error) {
+func (t ipt) inPlaceNL(conn *netfilter.Conn, o fwtypes.Owner, desired []iptUnit) (done, any bool, err error) {
 	present, err := t.presentNL(conn, iptOwnerChains(o))
 	if err != nil {
 		return false, false, err
@@ -167,7 +170,7 @@ func (t ipt) inPlaceNL(conn *nlConn, o Owner, desired []iptUnit) (done, any bool
 
 // unitsMatch compares desired chains with the comments read back, and
 // checks that each of their jumps is in its parent.
-func unitsMatch(o Owner, desired []iptUnit, present map[string][]string, parents parentRules) bool {
+func unitsMatch(o fwtypes.Owner, desired []iptUnit, present map[string][]string, parents parentRules) bool {
 	for _, u := range desired {
 		got, ok := present[u.chain]
 		if !ok || len(got) != len(u.rules) {
@@ -188,11 +191,11 @@ func unitsMatch(o Owner, desired []iptUnit, present map[string][]string, parents
 }
 
 // hasEntry finds an entry by its comment and target, whatever its handle.
-func hasEntry(rules []nlRule, e iptEntry) bool {
+func hasEntry(rules []netfilter.Rule, e iptEntry) bool {
 	tag := strings.SplitN(e.spec, `"`, 3)[1]
 	target := e.spec[strings.LastIndex(e.spec, " ")+1:]
 	for _, r := range rules {
-		if r.comment == tag && r.jump == target {
+		if r.Comment == tag && r.Jump == target {
 			return true
 		}
 	}

@@ -1,13 +1,18 @@
-package firewall
+package reference
 
 import (
-	"context"
+	"crypto/sha512"
+	"encoding/hex"
 	"strings"
 
+	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
 
-// removeReference adds to batch the deletion of what the reference plugins
+type table = netfilter.Table
+
+// Delete adds to batch the deletion of what the reference plugins
 // wrote for the same attachment, found over netlink on conn, so that the
 // common case (nothing there) costs a few lookups and no process:
 //
@@ -22,7 +27,7 @@ import (
 // Rules written by iptables-legacy are not visible over netlink and are
 // left alone. Jumps are deleted by rule handle, which costs nothing per
 // other rule of the parent chain (iptables -D would compare them all).
-func removeReference(_ context.Context, conn *nlConn, o Owner, batch *nlBatch) error {
+func Delete(conn *netfilter.Conn, o fwtypes.Owner, batch *netfilter.Batch) error {
 	var errs []error
 	collect := func(err error) {
 		if err != nil {
@@ -30,23 +35,23 @@ func removeReference(_ context.Context, conn *nlConn, o Owner, batch *nlBatch) e
 		}
 	}
 	switch o.Plugin {
-	case PluginPortmap:
+	case fwtypes.PluginPortmap:
 		for _, fam := range []string{"ip", "ip6"} {
 			for _, ch := range []string{"hostports", "hostip_hostports", "masquerading"} {
-				collect(refDeleteRules(conn, batch, nftTable{fam, "cni_hostport"}, ch, func(r nlRule) bool {
-					return r.comment == o.ContainerID
+				collect(refDeleteRules(conn, batch, table{Family: fam, Name: "cni_hostport"}, ch, func(r netfilter.Rule) bool {
+					return r.Comment == o.ContainerID
 				}))
 			}
-			collect(refChain(conn, batch, nftTable{fam, "nat"}, refDNChain(o), "CNI-HOSTPORT-DNAT"))
+			collect(refChain(conn, batch, table{Family: fam, Name: "nat"}, DNChain(o), "CNI-HOSTPORT-DNAT"))
 		}
-	case PluginBridge:
-		prefix := refHash16(o.Network) + "-" + refHash16(o.IfName+":"+o.ContainerID)
-		collect(refDeleteRules(conn, batch, nftTable{"inet", "cni_plugins_masquerade"}, "masq_checks", func(r nlRule) bool {
-			return strings.HasPrefix(r.comment, prefix)
+	case fwtypes.PluginBridge:
+		prefix := Hash16(o.Network) + "-" + Hash16(o.IfName+":"+o.ContainerID)
+		collect(refDeleteRules(conn, batch, table{Family: "inet", Name: "cni_plugins_masquerade"}, "masq_checks", func(r netfilter.Rule) bool {
+			return strings.HasPrefix(r.Comment, prefix)
 		}))
 		collect(refSpoofCheck(conn, batch, o))
 		for _, fam := range []string{"ip", "ip6"} {
-			collect(refChain(conn, batch, nftTable{fam, "nat"}, refMasqChain(o), "POSTROUTING"))
+			collect(refChain(conn, batch, table{Family: fam, Name: "nat"}, MasqChain(o), "POSTROUTING"))
 		}
 	}
 	if len(errs) > 0 {
@@ -56,14 +61,14 @@ func removeReference(_ context.Context, conn *nlConn, o Owner, batch *nlBatch) e
 }
 
 // refDeleteRules deletes the rules of a chain that match, by handle.
-func refDeleteRules(conn *nlConn, batch *nlBatch, t nftTable, chain string, match func(nlRule) bool) error {
-	rules, err := conn.rules(byte(familyOf[t.family]), t.name, chain)
+func refDeleteRules(conn *netfilter.Conn, batch *netfilter.Batch, t table, chain string, match func(netfilter.Rule) bool) error {
+	rules, err := conn.Rules(t.Proto(), t.Name, chain)
 	if err != nil {
 		return err
 	}
 	for _, r := range rules {
 		if match(r) {
-			batch.delRule(t, chain, r.handle)
+			batch.DelRule(t, chain, r.Handle)
 		}
 	}
 	return nil
@@ -72,30 +77,30 @@ func refDeleteRules(conn *nlConn, batch *nlBatch, t nftTable, chain string, matc
 // refSpoofCheck removes the reference spoof check of the attachment (table
 // bridge nat, chains cni-br-iface-<cid>-<ifname> and its -mac chain, the
 // jump from PREROUTING commented macspoofchk-<cid>-<ifname>).
-func refSpoofCheck(conn *nlConn, batch *nlBatch, o Owner) error {
+func refSpoofCheck(conn *netfilter.Conn, batch *netfilter.Batch, o fwtypes.Owner) error {
 	ref := o.ContainerID + "-" + o.IfName
-	t := nftTable{"bridge", "nat"}
+	t := table{Family: "bridge", Name: "nat"}
 	chain := "cni-br-iface-" + ref
-	ok, err := conn.chainExists(byte(familyOf[t.family]), t.name, chain)
+	ok, err := conn.ChainExists(t.Proto(), t.Name, chain)
 	if err != nil || !ok {
 		return err
 	}
-	if err := refDeleteRules(conn, batch, t, "PREROUTING", func(r nlRule) bool {
-		return r.comment == "macspoofchk-"+ref || r.jump == chain
+	if err := refDeleteRules(conn, batch, t, "PREROUTING", func(r netfilter.Rule) bool {
+		return r.Comment == "macspoofchk-"+ref || r.Jump == chain
 	}); err != nil {
 		return err
 	}
 	// The iface chain jumps to the mac chain: it goes first.
 	for _, c := range []string{chain, chain + "-mac"} {
-		if ok, err := conn.chainExists(byte(familyOf[t.family]), t.name, c); err != nil {
+		if ok, err := conn.ChainExists(t.Proto(), t.Name, c); err != nil {
 			return err
 		} else if ok {
-			batch.flushChain(t, c)
+			batch.FlushChain(t, c)
 		}
 	}
 	for _, c := range []string{chain, chain + "-mac"} {
-		if ok, _ := conn.chainExists(byte(familyOf[t.family]), t.name, c); ok {
-			batch.delChain(t, c)
+		if ok, _ := conn.ChainExists(t.Proto(), t.Name, c); ok {
+			batch.DelChain(t, c)
 		}
 	}
 	return nil
@@ -103,29 +108,34 @@ func refSpoofCheck(conn *nlConn, batch *nlBatch, o Owner) error {
 
 // refChain removes a reference chain of an iptables-nft table and every
 // jump to it from parent, when the chain exists.
-func refChain(conn *nlConn, batch *nlBatch, t nftTable, chain, parent string) error {
-	ok, err := conn.chainExists(byte(familyOf[t.family]), t.name, chain)
+func refChain(conn *netfilter.Conn, batch *netfilter.Batch, t table, chain, parent string) error {
+	ok, err := conn.ChainExists(t.Proto(), t.Name, chain)
 	if err != nil || !ok {
 		return err
 	}
-	if err := refDeleteRules(conn, batch, t, parent, func(r nlRule) bool { return r.jump == chain }); err != nil {
+	if err := refDeleteRules(conn, batch, t, parent, func(r netfilter.Rule) bool { return r.Jump == chain }); err != nil {
 		return err
 	}
-	batch.flushChain(t, chain)
-	batch.delChain(t, chain)
+	batch.FlushChain(t, chain)
+	batch.DelChain(t, chain)
 	return nil
 }
 
-// refMasqChain is the reference bridge's masquerade chain name:
+// MasqChain is the reference bridge's masquerade chain name:
 // "CNI-" + sha512(net + id), 28 characters.
-func refMasqChain(o Owner) string {
+func MasqChain(o fwtypes.Owner) string {
 	return ("CNI-" + sha512Hex(o.Network+o.ContainerID))[:28]
 }
 
-// refDNChain is the reference portmap's per-container DNAT chain name.
-func refDNChain(o Owner) string {
+// DNChain is the reference portmap's per-container DNAT chain name.
+func DNChain(o fwtypes.Owner) string {
 	return ("CNI-DN-" + sha512Hex(o.Network+o.ContainerID))[:28]
 }
 
-// refHash16 is the reference nftables masquerade comment hash.
-func refHash16(s string) string { return sha512Hex(s)[:16] }
+// Hash16 is the reference nftables masquerade comment hash.
+func Hash16(s string) string { return sha512Hex(s)[:16] }
+
+func sha512Hex(s string) string {
+	sum := sha512.Sum512([]byte(s))
+	return hex.EncodeToString(sum[:])
+}

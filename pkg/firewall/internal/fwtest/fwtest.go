@@ -1,0 +1,159 @@
+// Package fwtest holds what the tests of the firewall packages share: the
+// owners and rules of the golden and backend tests, throwaway network
+// namespaces, ruleset listings, and the TestMain that dispatches the
+// netfilter helper (a deleting test's socket is handed to it).
+package fwtest
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/helper"
+	"cnisuite/pkg/netfilter"
+	"cnisuite/test/sandbox"
+)
+
+// Main is the TestMain of a package whose tests delete nftables objects:
+// it answers the helper requests of pkg/netfilter, then runs the tests.
+func Main(m *testing.M) {
+	helper.Dispatch(helper.Set{netfilter.LingerHelper: netfilter.Linger})
+	os.Exit(m.Run())
+}
+
+// CIDR parses s keeping the address's host bits.
+func CIDR(t testing.TB, s string) *net.IPNet {
+	t.Helper()
+	ip, n, err := net.ParseCIDR(s)
+	if err != nil {
+		t.Fatalf("ParseCIDR(%q): %v", s, err)
+	}
+	n.IP = ip
+	return n
+}
+
+// The owners of the tests.
+var (
+	BridgeOwner = fwtypes.Owner{Plugin: fwtypes.PluginBridge, Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
+	PortOwner   = fwtypes.Owner{Plugin: fwtypes.PluginPortmap, Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
+)
+
+// PortRules returns dual-stack port mappings with SNAT, changed by mod.
+func PortRules(t testing.TB, mod func(*fwtypes.PortMaps)) fwtypes.Rules {
+	pm := &fwtypes.PortMaps{
+		ContainerV4: CIDR(t, "10.88.0.2/16"),
+		ContainerV6: CIDR(t, "fd00:88::2/64"),
+		Mappings: []fwtypes.PortMapping{
+			{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"},
+			{HostPort: 5353, ContainerPort: 53, Protocol: "udp"},
+		},
+		SNAT:    true,
+		MarkBit: 13,
+	}
+	mod(pm)
+	return fwtypes.Rules{PortMaps: pm}
+}
+
+// BridgeRules returns dual-stack masquerade with a spoof check.
+func BridgeRules(t testing.TB) fwtypes.Rules {
+	mac := []byte{0x0a, 0x58, 0, 0, 0, 2}
+	return fwtypes.Rules{
+		Masq:       []fwtypes.Masq{{Addr: *CIDR(t, "10.88.0.2/16")}, {Addr: *CIDR(t, "fd00:88::2/64")}},
+		SpoofCheck: &fwtypes.SpoofCheck{HostIface: "veth1234", MAC: mac, IPs: []net.IP{net.ParseIP("10.88.0.2")}},
+	}
+}
+
+// Case is one owner with its rules.
+type Case struct {
+	Name  string
+	Owner fwtypes.Owner
+	Rules fwtypes.Rules
+}
+
+// RuleCases are the cases of the golden files (<name>.<kind>.golden): a
+// name ending in _nft or _ipt holds conditions in that backend's syntax.
+func RuleCases(t testing.TB) []Case {
+	mac, _ := net.ParseMAC("0a:58:0a:58:00:02")
+	return []Case{
+		{"masq_v4", BridgeOwner, fwtypes.Rules{Masq: []fwtypes.Masq{{Addr: *CIDR(t, "10.88.0.2/16")}}}},
+		{"masq_dual", BridgeOwner, fwtypes.Rules{Masq: []fwtypes.Masq{{Addr: *CIDR(t, "10.88.0.2/16")}, {Addr: *CIDR(t, "fd00:88::2/64")}}}},
+		{"spoofcheck", BridgeOwner, fwtypes.Rules{SpoofCheck: &fwtypes.SpoofCheck{HostIface: "veth1234", MAC: mac,
+			IPs: []net.IP{net.ParseIP("10.88.0.2"), net.ParseIP("fd00:88::2")}}}},
+		{"portmap_v4", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV6 = nil })},
+		{"portmap_v6", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV4 = nil })},
+		{"portmap_dual", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) {})},
+		{"portmap_hostip", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) {
+			p.Mappings = []fwtypes.PortMapping{
+				{HostPort: 8080, ContainerPort: 80, Protocol: "tcp", HostIP: net.ParseIP("192.0.2.10")},
+				{HostPort: 8443, ContainerPort: 443, Protocol: "tcp", HostIP: net.ParseIP("0.0.0.0")},
+				{HostPort: 9090, ContainerPort: 90, Protocol: "sctp", HostIP: net.ParseIP("2001:db8::10")},
+			}
+		})},
+		{"portmap_snat_off", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.SNAT = false })},
+		{"portmap_masqall", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.MasqAll = true })},
+		{"portmap_conditions_nft", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) {
+			p.ConditionsV4 = []string{"ip", "saddr", "!=", "192.0.2.0/24"}
+			p.ConditionsV6 = []string{"ip6", "saddr", "!=", "2001:db8::/32"}
+		})},
+		{"portmap_conditions_ipt", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) {
+			p.ConditionsV4 = []string{"!", "-s", "192.0.2.0/24"}
+			p.ConditionsV6 = []string{"!", "-s", "2001:db8::/32"}
+		})},
+		{"portmap_markbit", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.MarkBit = 5 })},
+		{"portmap_external_mark", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.ExternalSetMarkChain = "KUBE-MARK-MASQ" })},
+	}
+}
+
+// InNS runs fn inside a fresh network namespace, so each test starts from
+// an empty ruleset.
+func InNS(t *testing.T, fn func()) {
+	t.Helper()
+	n := sandbox.NewNS(t)
+	if err := n.Do(func() error { fn(); return nil }); err != nil {
+		t.Fatalf("entering test namespace: %v", err)
+	}
+}
+
+// Ruleset returns `nft list ruleset`.
+func Ruleset(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("nft", "list", "ruleset").CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft list ruleset: %v: %s", err, out)
+	}
+	return string(out)
+}
+
+var handleRE = regexp.MustCompile(` # handle \d+`)
+
+// Listing returns the ruleset without handles.
+func Listing(t testing.TB) string {
+	t.Helper()
+	return handleRE.ReplaceAllString(Ruleset(t), "")
+}
+
+// RulesetHandles returns `nft -a list ruleset`: rules with their handles.
+func RulesetHandles(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("nft", "-a", "list", "ruleset").CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft -a list ruleset: %v: %s", err, out)
+	}
+	return string(out)
+}
+
+// AssertNoOwnerRules fails when any owner chain or element is left.
+func AssertNoOwnerRules(t testing.TB) {
+	t.Helper()
+	rs := Ruleset(t)
+	for _, marker := range []string{"cnisuite 0", "CNIS-", "jump pm", "jump mq", "jump sc", "jump pmq"} {
+		if strings.Contains(rs, marker) {
+			t.Errorf("ruleset still holds %q:\n%s", marker, rs)
+			return
+		}
+	}
+}

@@ -1,0 +1,19 @@
+// Package nftables is the nftables backend: the masquerade chains of the
+// bridge plugin (tables ip/ip6 cnisuite_masq) and the port-mapping chains
+// of the portmap plugin (ip/ip6 cnisuite_portmap), with the spoof check of
+// package spoofcheck in the same transaction. Package nftchain turns them
+// into one netlink batch per call.
+//
+// Base chains dispatch through verdict maps keyed by what a packet carries
+// (source address; destination address, protocol and port; input
+// interface) to the owner chains (mq-, pm-, pmq-, sc- followed by 8 hex of
+// the network hash and 16 of the owner hash). A key held by another owner
+// (the same host port, source address or interface) makes Ensure fail with
+// fwtypes.ErrConflict.
+//
+// Only traffic addressed to the node reaches the port maps (prerouting and
+// output jump to them behind "fib daddr type local"). Hairpin and localhost
+// connections are masqueraded in postrouting: DNATed connections reach the
+// owner's masquerade chain through a map keyed by container address,
+// protocol and container port, and no packet mark is needed.
+package nftables

@@ -1,0 +1,183 @@
+package nftchain
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"github.com/google/nftables/expr"
+
+	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/netfilter"
+)
+
+// Table is one nftables table.
+type Table = netfilter.Table
+
+// Our tables. None clashes with a reference plugin's table. They are all
+// named here, whichever layer fills them, so that any layer can remove
+// every chain of an owner (Remove) or of a network (GC).
+var (
+	Masq4  = Table{Family: "ip", Name: "cnisuite_masq"}
+	Masq6  = Table{Family: "ip6", Name: "cnisuite_masq"}
+	Port4  = Table{Family: "ip", Name: "cnisuite_portmap"}
+	Port6  = Table{Family: "ip6", Name: "cnisuite_portmap"}
+	Spoof  = Table{Family: "bridge", Name: "cnisuite_spoofcheck"}
+	Tables = []Table{Masq4, Masq6, Port4, Port6, Spoof}
+)
+
+// Owner chain prefixes, one per kind of rule.
+const (
+	PrefixMasq    = "mq"  // bridge masquerade, in cnisuite_masq
+	PrefixDNAT    = "pm"  // portmap DNAT, in cnisuite_portmap
+	PrefixHairpin = "pmq" // portmap masquerade, in cnisuite_portmap
+	PrefixSpoof   = "sc"  // spoof check, in cnisuite_spoofcheck
+)
+
+// commentTag starts the comment of every rule we write.
+const commentTag = "cnisuite"
+
+// Chain is an owner chain with the rules it must hold.
+type Chain struct {
+	Table Table
+	Name  string
+	Rules []Rule
+}
+
+// Rule is a rule of an owner chain: described once, as nft text and, when
+// it has one, its kernel form. Elem, when set, is the map element that
+// dispatches packets to the chain for this rule.
+type Rule struct {
+	Text  string
+	Elem  *Elem
+	Exprs []expr.Any // the kernel form of Text; nil when only nft can build it
+}
+
+// Elem is a key of a verdict map of the table, written as nft writes it.
+type Elem struct{ Set, Key string }
+
+// Comment returns the rule's comment: a digest of what the rule does and
+// the map element it needs, so that Remove finds the element again.
+func (r Rule) Comment() string {
+	sum := sha256.Sum256([]byte(r.Text))
+	c := commentTag + " " + hex.EncodeToString(sum[:4])
+	if r.Elem != nil {
+		// nft strings cannot hold quotes: an interface key goes bare.
+		c += " " + r.Elem.Set + ":" + strings.Trim(r.Elem.Key, `"`)
+	}
+	return c
+}
+
+// ParseComment extracts the element of a comment we wrote; ok is false
+// for a comment that is not ours.
+func ParseComment(c string) (digest string, elem *Elem, ok bool) {
+	fields := strings.SplitN(c, " ", 3)
+	if len(fields) < 2 || fields[0] != commentTag {
+		return "", nil, false
+	}
+	if len(fields) == 3 {
+		set, key, found := strings.Cut(fields[2], ":")
+		if !found {
+			return "", nil, false
+		}
+		if set == "ifaces" {
+			key = `"` + key + `"`
+		}
+		elem = &Elem{Set: set, Key: key}
+	}
+	return fields[1], elem, true
+}
+
+// ChainName returns the name of an owner chain of the given kind.
+func ChainName(prefix string, o fwtypes.Owner) string {
+	return prefix + "-" + o.NetHash()[:8] + "-" + o.Hash()[:16]
+}
+
+// netPrefix returns the common start of the names of a network's chains.
+func netPrefix(prefix, plugin, network string) string {
+	return prefix + "-" + fwtypes.Owner{Plugin: plugin, Network: network}.NetHash()[:8] + "-"
+}
+
+// OwnerChains lists every chain an owner may have, whatever its rules.
+func OwnerChains(o fwtypes.Owner) []Chain {
+	return []Chain{
+		{Table: Masq4, Name: ChainName(PrefixMasq, o)},
+		{Table: Masq6, Name: ChainName(PrefixMasq, o)},
+		{Table: Port4, Name: ChainName(PrefixDNAT, o)},
+		{Table: Port4, Name: ChainName(PrefixHairpin, o)},
+		{Table: Port6, Name: ChainName(PrefixDNAT, o)},
+		{Table: Port6, Name: ChainName(PrefixHairpin, o)},
+		{Table: Spoof, Name: ChainName(PrefixSpoof, o)},
+	}
+}
+
+func isNetChain(name, plugin, network string) bool {
+	for _, p := range []string{PrefixMasq, PrefixDNAT, PrefixHairpin, PrefixSpoof} {
+		if strings.HasPrefix(name, netPrefix(p, plugin, network)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Existing is an owner chain as found in the kernel: its name and the
+// comments of its rules.
+type Existing struct {
+	Table    Table
+	Name     string
+	Comments []string
+}
+
+// ID names the chain uniquely among our tables.
+func (e Existing) ID() string { return e.Table.String() + " " + e.Name }
+
+// ID names the chain uniquely among our tables.
+func (c Chain) ID() string { return c.Table.String() + " " + c.Name }
+
+// Comments returns the comments the chain's rules carry, in order.
+func (c Chain) Comments() []string {
+	out := make([]string, len(c.Rules))
+	for i, r := range c.Rules {
+		out[i] = r.Comment()
+	}
+	return out
+}
+
+// Elems returns the distinct map elements the existing chain's rules name.
+func (e Existing) Elems() []Elem {
+	var out []Elem
+	seen := map[Elem]bool{}
+	for _, c := range e.Comments {
+		if _, el, ok := ParseComment(c); ok && el != nil && !seen[*el] {
+			seen[*el] = true
+			out = append(out, *el)
+		}
+	}
+	return out
+}
+
+// Elems returns the distinct map elements the chain needs.
+func (c Chain) Elems() []Elem {
+	var out []Elem
+	seen := map[Elem]bool{}
+	for _, r := range c.Rules {
+		if r.Elem != nil && !seen[*r.Elem] {
+			seen[*r.Elem] = true
+			out = append(out, *r.Elem)
+		}
+	}
+	return out
+}
+
+// Buildable reports whether every rule of the chains has a kernel form, so
+// that the call can go over netlink instead of `nft -f -`.
+func Buildable(chains []Chain) bool {
+	for _, c := range chains {
+		for _, r := range c.Rules {
+			if r.Exprs == nil {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,150 @@
+package nftchain
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"cnisuite/pkg/firewall/fwtypes"
+)
+
+// nft datatypes (nftables' datatype.h) of map key fields.
+var keyTypes = map[string]struct {
+	v4, v6 uint32 // type number per family
+	size   uint32 // bytes, before padding to a register
+}{
+	"addr":    {7, 8, 0},
+	"proto":   {12, 12, 1},
+	"service": {13, 13, 2},
+	"ifname":  {41, 41, 16},
+}
+
+// Map is a verdict map; Fields name the datatypes of its key.
+type Map struct {
+	Name   string
+	Fields []string
+}
+
+// Maps are the maps of our tables, by name: removing an owner chain
+// encodes the keys of its elements whatever table it is in.
+var Maps = map[string]Map{
+	"sources":      {"sources", []string{"addr"}},
+	"ports":        {"ports", []string{"proto", "service"}},
+	"hostip_ports": {"hostip_ports", []string{"addr", "proto", "service"}},
+	"hairpins":     {"hairpins", []string{"addr", "proto", "service"}},
+	"ifaces":       {"ifaces", []string{"ifname"}},
+}
+
+var typeNames = map[string][2]string{
+	"addr": {"ipv4_addr", "ipv6_addr"}, "proto": {"inet_proto", "inet_proto"},
+	"service": {"inet_service", "inet_service"}, "ifname": {"ifname", "ifname"},
+}
+
+func fieldSize(t Table, f string) uint32 {
+	if f == "addr" {
+		if t.Family == "ip6" {
+			return 16
+		}
+		return 4
+	}
+	return keyTypes[f].size
+}
+
+// text is the map's type as nft writes it.
+func (m Map) text(t Table) string {
+	var names []string
+	for _, f := range m.Fields {
+		i := 0
+		if t.Family == "ip6" {
+			i = 1
+		}
+		names = append(names, typeNames[f][i])
+	}
+	return strings.Join(names, " . ")
+}
+
+// keyType is the datatype number of the key: 6 bits per concatenated field.
+func (m Map) keyType(t Table) uint32 {
+	var id uint32
+	for _, f := range m.Fields {
+		kt := keyTypes[f].v4
+		if t.Family == "ip6" {
+			kt = keyTypes[f].v6
+		}
+		id = id<<6 | kt
+	}
+	return id
+}
+
+// keyLen is the key size; each field of a concatenation fills whole
+// 32-bit registers.
+func (m Map) keyLen(t Table) uint32 {
+	if len(m.Fields) == 1 {
+		return fieldSize(t, m.Fields[0])
+	}
+	var n uint32
+	for _, f := range m.Fields {
+		n += (fieldSize(t, f) + 3) &^ 3
+	}
+	return n
+}
+
+// ProtoNumbers are the IP protocol numbers of the mappings' protocols.
+var ProtoNumbers = map[string]byte{"tcp": 6, "udp": 17, "sctp": 132}
+
+// ElemKey encodes an element key written as text ("10.0.0.2 . tcp . 80").
+// google/nftables takes keys as bytes too (SetElement.Key) and encodes no
+// text: our elements are written in our comments as text, so the encoding
+// lives here, next to the map types it follows.
+func ElemKey(t Table, el Elem) ([]byte, error) {
+	m, ok := Maps[el.Set]
+	if !ok {
+		return nil, fmt.Errorf("unknown map %q", el.Set)
+	}
+	parts := strings.Split(el.Key, " . ")
+	if len(parts) != len(m.Fields) {
+		return nil, fmt.Errorf("map %s: key %q does not have %d fields", el.Set, el.Key, len(m.Fields))
+	}
+	var key []byte
+	for i, f := range m.Fields {
+		b, err := fieldBytes(t, f, parts[i])
+		if err != nil {
+			return nil, fmt.Errorf("map %s: key %q: %w", el.Set, el.Key, err)
+		}
+		if len(m.Fields) > 1 {
+			b = append(b, make([]byte, (4-len(b)%4)%4)...)
+		}
+		key = append(key, b...)
+	}
+	return key, nil
+}
+
+func fieldBytes(t Table, f, s string) ([]byte, error) {
+	switch f {
+	case "addr":
+		ip := net.ParseIP(s)
+		if ip == nil || (t.Family == "ip") != fwtypes.IsV4(ip) {
+			return nil, fmt.Errorf("%q is not an address of family %s", s, t.Family)
+		}
+		return FamIP(t.Family == "ip", ip), nil
+	case "proto":
+		p, ok := ProtoNumbers[s]
+		if !ok {
+			return nil, fmt.Errorf("unknown protocol %q", s)
+		}
+		return []byte{p}, nil
+	case "service":
+		port, err := strconv.ParseUint(s, 10, 16)
+		if err != nil {
+			return nil, fmt.Errorf("port %q: %w", s, err)
+		}
+		return binary.BigEndian.AppendUint16(nil, uint16(port)), nil
+	}
+	name := strings.Trim(s, `"`)
+	if len(name) >= 16 {
+		return nil, fmt.Errorf("interface name %q too long", name)
+	}
+	return append([]byte(name), make([]byte, 16-len(name))...), nil
+}

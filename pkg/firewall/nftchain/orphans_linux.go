@@ -1,0 +1,99 @@
+package nftchain
+
+import (
+	"github.com/google/nftables"
+
+	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/netfilter"
+	"cnisuite/pkg/types"
+)
+
+// These two rare or whole-table reads use google/nftables: they list every
+// map element of a table, or every chain of a family, which no per-call
+// path needs, and the cost of its extra socket does not matter here.
+
+// dropOrphanElems deletes, over netlink, the map elements leading to
+// existing chains whose rules no longer say which elements they have (a
+// chain flushed behind our back), so that the chains can be deleted.
+func dropOrphanElems(existing []Existing) error {
+	var conn *nftables.Conn
+	for _, e := range existing {
+		if len(e.Comments) > 0 {
+			continue
+		}
+		var err error
+		if conn == nil {
+			if conn, err = nftables.New(); err != nil {
+				return types.Errorf(types.ErrIO, "netlink to nftables: %w", err)
+			}
+		}
+		if err := dropElemsTo(conn, e); err != nil {
+			return err
+		}
+	}
+	if conn == nil {
+		return nil
+	}
+	if err := conn.Flush(); err != nil {
+		return types.Errorf(types.ErrIO, "deleting orphan map elements: %w", err)
+	}
+	return nil
+}
+
+// dropElemsTo queues the deletion of every element of e's table that
+// jumps to e.
+func dropElemsTo(conn *nftables.Conn, e Existing) error {
+	table := &nftables.Table{Name: e.Table.Name, Family: nftables.TableFamily(e.Table.Proto())}
+	sets, err := conn.GetSets(table)
+	if err != nil {
+		return types.Errorf(types.ErrIO, "listing maps of %s: %w", e.Table, err)
+	}
+	for _, set := range sets {
+		elems, err := conn.GetSetElements(set)
+		if err != nil {
+			return types.Errorf(types.ErrIO, "listing map %s: %w", set.Name, err)
+		}
+		var drop []nftables.SetElement
+		for _, el := range elems {
+			if netfilter.VerdictChain(el.Val) == e.Name {
+				drop = append(drop, nftables.SetElement{Key: el.Key})
+			}
+		}
+		if len(drop) > 0 {
+			if err := conn.SetDeleteElements(set, drop); err != nil {
+				return types.Errorf(types.ErrIO, "deleting elements of %s: %w", set.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// staleChains lists the network's owner chains not belonging to kept
+// owners.
+func staleChains(plugin, network string, keep []fwtypes.Owner) ([]Chain, error) {
+	conn, err := nftables.New()
+	if err != nil {
+		return nil, types.Errorf(types.ErrIO, "netlink to nftables: %w", err)
+	}
+	kept := map[string]bool{}
+	for _, o := range keep {
+		o.Plugin, o.Network = plugin, network
+		for _, c := range OwnerChains(o) {
+			kept[c.ID()] = true
+		}
+	}
+	var out []Chain
+	for _, t := range Tables {
+		chains, err := conn.ListChainsOfTableFamily(nftables.TableFamily(t.Proto()))
+		if err != nil {
+			return nil, types.Errorf(types.ErrIO, "listing chains: %w", err)
+		}
+		for _, ch := range chains {
+			c := Chain{Table: t, Name: ch.Name}
+			if ch.Table.Name == t.Name && isNetChain(ch.Name, plugin, network) && !kept[c.ID()] {
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
+}
