@@ -9,10 +9,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
+
+	"cnisuite/pkg/types"
 )
 
 // Plugin names an Owner may carry. Remove uses them to decide which rules of
@@ -122,9 +123,14 @@ type MappingReader interface {
 	Mapped(ctx context.Context, o Owner) ([]PortMapping, error)
 }
 
-// ErrMissing is wrapped by Check when a rule is not in place.
-var ErrMissing = errors.New("firewall rule missing")
+// ErrMissing is wrapped by Check when a rule is not in place. Its CNI code
+// is 3, as for every CHECK of the suite that finds a piece of the
+// attachment gone (bridge's interfaces, host-local's leases): DEL and ADD
+// the container again.
+var ErrMissing = fmt.Errorf("firewall rule missing: %w", types.ErrUnknownContainer)
 
 // ErrConflict is wrapped by Ensure when another owner holds a host port or
-// an address the rules need.
-var ErrConflict = errors.New("firewall rule held by another attachment")
+// an address the rules need. Its CNI code is 11, as for a requested address
+// that host-local finds leased: the holder may be a container on its way
+// out, and the runtime may retry.
+var ErrConflict = fmt.Errorf("firewall rule held by another attachment: %w", types.ErrTryAgain)

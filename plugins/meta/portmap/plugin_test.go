@@ -197,11 +197,24 @@ func TestConflictIsReported(t *testing.T) {
 	h := newHarness(firewall.KindNFTables)
 	h.fw.Err = types.Errorf(firewall.ErrConflict, "taken")
 	_, e := h.run(t, "ADD", conf(maps))
-	if e == nil || !strings.Contains(e.Msg, "taken") {
-		t.Errorf("ADD with a conflict = %+v, want the conflict", e)
+	if e == nil || !strings.Contains(e.Msg, "taken") || e.Code != types.CodeTryAgain {
+		t.Errorf("ADD with a conflict = %+v, want the conflict with code 11", e)
 	}
 	if !errors.Is(h.fw.Err, firewall.ErrConflict) {
 		t.Fatal("unreachable")
+	}
+}
+
+// CHECK finding a rule missing is code 3, as bridge's and host-local's
+// CHECK finding a piece of the attachment gone.
+func TestCheckMissingRuleCode(t *testing.T) {
+	h := newHarness(firewall.KindNFTables)
+	if _, e := h.run(t, "ADD", conf(maps)); e != nil {
+		t.Fatal(e)
+	}
+	h.fw.Err = types.Errorf(firewall.ErrMissing, "rule gone")
+	if _, e := h.run(t, "CHECK", conf(maps)); e == nil || e.Code != types.CodeUnknownContainer {
+		t.Errorf("CHECK with a rule missing = %+v, want code 3", e)
 	}
 }
 
