@@ -51,7 +51,8 @@ var ErrMissing = fwtypes.ErrMissing
 var ErrConflict = fwtypes.ErrConflict
 
 // New returns the backend of the given kind; "" picks iptables when it is
-// usable and nftables otherwise.
+// usable and nftables otherwise, once per call and without starting a
+// process on almost every node (iptables.Backend.Usable).
 func New(ctx context.Context, kind string) (Backend, error) {
 	switch kind {
 	case KindNFTables:
@@ -59,15 +60,19 @@ func New(ctx context.Context, kind string) (Backend, error) {
 	case KindIPTables:
 		return iptables.New(), nil
 	case "":
-		ipt := iptables.New()
-		if ipt.Usable(ctx) == nil {
-			return ipt, nil
-		}
-		nft := nftables.New()
-		if err := nft.Usable(ctx); err != nil {
-			return nil, types.Errorf(types.ErrNotAvailable, "neither iptables nor nftables is usable: %w", err)
-		}
-		return nft, nil
+		return choose(ctx, iptables.New(), nftables.New())
 	}
 	return nil, types.Errorf(types.ErrInvalidConfig, "backend %q: must be %q or %q", kind, KindIPTables, KindNFTables)
+}
+
+// choose returns ipt when it is usable, else nft when it is.
+func choose(ctx context.Context, ipt, nft Backend) (Backend, error) {
+	iptErr := ipt.Usable(ctx)
+	if iptErr == nil {
+		return ipt, nil
+	}
+	if err := nft.Usable(ctx); err != nil {
+		return nil, types.Errorf(types.ErrNotAvailable, "neither iptables nor nftables is usable: %w; %w", iptErr, err)
+	}
+	return nft, nil
 }

@@ -23,15 +23,17 @@ import (
 type Backend struct {
 	v4, v6 ipt
 	// nft is set when iptables is iptables-nft: reads and deletions then
-	// go over netlink (see ipt_nl_linux.go).
-	nft bool
+	// go over netlink (see netlink_linux.go).
+	nft  bool
+	node node
 }
 
 // New returns the iptables backend, reading over netlink when iptables is
 // iptables-nft.
-func New() *Backend {
-	return &Backend{v4: iptFor(true), v6: iptFor(false),
-		nft: iptablesIsNFT("iptables") && iptablesIsNFT("ip6tables")}
+func New() *Backend { return newOn(theNode) }
+
+func newOn(n node) *Backend {
+	return &Backend{v4: iptFor(true), v6: iptFor(false), nft: n.isNFT(), node: n}
 }
 
 // ipt runs the tools of one family.
@@ -100,16 +102,11 @@ func (t ipt) read(ctx context.Context, chains []string) (map[string][]string, er
 	return out, nil
 }
 
-// Usable checks that both families' nat tables can be listed.
-func (b *Backend) Usable(ctx context.Context) error {
-	for _, t := range []ipt{b.v4, b.v6} {
-		cmd := exec.CommandContext(ctx, t.cmd, "-w", "-t", "nat", "-S", "POSTROUTING", "1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return types.Errorf(types.ErrNotAvailable, "iptables backend: %s: %w: %s", t.cmd, err, strings.TrimSpace(string(out)))
-		}
-	}
-	return nil
-}
+// Usable checks that iptables can be used here: the tools are installed
+// and the kernel side answers.
+// Backend selection calls it on every call of a configuration that names no
+// backend, so it starts no process on almost every node (see usable).
+func (b *Backend) Usable(ctx context.Context) error { return b.node.usable(ctx, b.nft) }
 
 // nftConn opens the netlink connection the iptables-nft paths read and
 // write with; with iptables-legacy there is none (nil, nil).

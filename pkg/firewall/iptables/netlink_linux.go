@@ -1,8 +1,6 @@
 package iptables
 
 import (
-	"os/exec"
-	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -17,21 +15,6 @@ import (
 // nothing that translates every rule of a built-in chain) and deletes by
 // rule handle; only writing goes through iptables-restore, whose rules
 // iptables -S must be able to print back.
-
-// iptablesIsNFT reports whether the iptables binary is the nf_tables
-// variant (xtables-nft-multi). A wrapper script or anything unknown counts
-// as legacy, which takes the slower but universal path.
-func iptablesIsNFT(cmd string) bool {
-	path, err := exec.LookPath(cmd)
-	if err != nil {
-		return false
-	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return false
-	}
-	return strings.HasPrefix(filepath.Base(real), "xtables-nft")
-}
 
 // natTable returns the nftables table behind the family's nat table.
 func (t ipt) natTable() netfilter.Table {
