@@ -19,6 +19,10 @@ fi
 
 export PATH="$PATH:/usr/local/go/bin"
 GOFLAGS=-mod=mod go mod download
+# The reference plugins the interop tests switch to and from (test/interop):
+# built once here so that the tests, run with GOPROXY=off, find their
+# modules in the cache.
+scripts/reference-plugins.sh "$(mktemp -d)" && echo "install-deps: reference plugins' modules cached"
 if ! [ -x "$(go env GOPATH)/bin/staticcheck" ]; then
 	echo "install-deps: installing staticcheck"
 	go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
