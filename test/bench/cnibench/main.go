@@ -19,6 +19,7 @@ type options struct {
 	backends        []string
 	parallel        int
 	leases          int
+	hostLocalOnly   bool
 }
 
 func parseFlags() (*options, error) {
@@ -31,6 +32,7 @@ func parseFlags() (*options, error) {
 	flag.StringVar(&backends, "backends", "default,nftables,iptables", "firewall backends (default: the chain with no backend keys, as users write it)")
 	flag.IntVar(&o.parallel, "parallel", 40, "parallel ADDs and DELs")
 	flag.IntVar(&o.leases, "leases", 10000, "existing leases for the host-local measurement")
+	flag.BoolVar(&o.hostLocalOnly, "host-local-only", false, "measure host-local alone (no chains)")
 	flag.Parse()
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(s)

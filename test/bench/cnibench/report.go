@@ -42,6 +42,12 @@ func (rep *report) markdown() string {
 		s := rep.HostLocal[k]
 		fmt.Fprintf(&b, "| host-local ADD+DEL, %s existing leases | median %.2f ms, p95 %.2f ms |\n", k, s.Median, s.P95)
 	}
+	if u := rep.Upgrade; u != nil {
+		fmt.Fprintf(&b, "| host-local on disk, %d reference leases just written: first ADD ÷ reading every lease once | %.0f ms ÷ %.0f ms = %.2f |\n",
+			u.Leases, u.FirstMS, u.ScanMS, u.FirstMS/u.ScanMS)
+		fmt.Fprintf(&b, "| host-local on disk: next 20 ADDs ÷ 20 ADDs on an empty directory (medians) | %.2f ms ÷ %.2f ms = %.2f |\n",
+			u.Next.Median, u.Empty.Median, u.Next.Median/u.Empty.Median)
+	}
 	pp := make([]string, 0, len(rep.PerPlugin))
 	for k := range rep.PerPlugin {
 		pp = append(pp, k)

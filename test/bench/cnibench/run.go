@@ -28,6 +28,7 @@ type report struct {
 	ParallelErrors map[string]int                `json:"parallel_errors"`
 	Parallel       int                           `json:"parallel"`
 	HostLocal      map[string]Stats              `json:"host_local_add_del"`
+	Upgrade        *Upgrade                      `json:"host_local_upgrade_on_disk"`
 	PeakKB         map[string]map[string]int64   `json:"peak_rss_kb"`
 	PerPlugin      map[string]map[string]float64 `json:"per_plugin_median_ms"`
 	Command        string                        `json:"command"`
@@ -36,6 +37,13 @@ type report struct {
 func runAll(o *options) (*report, error) {
 	rep := &report{ParallelErrors: map[string]int{}, HostLocal: map[string]Stats{}, Parallel: o.parallel,
 		Command: "make bench BENCHFLAGS='" + flagLine() + "'"}
+	if o.hostLocalOnly {
+		netnses, err := makeNetns("hl", 1)
+		if err != nil {
+			return nil, err
+		}
+		return rep, rep.hostLocal(o, netnses[0])
+	}
 	maxN := o.parallel
 	for _, n := range o.sizes {
 		maxN = max(maxN, n)
@@ -193,5 +201,8 @@ func (rep *report) hostLocal(o *options, netns string) error {
 		}
 		rep.HostLocal[fmt.Sprint(existing)] = s
 	}
-	return nil
+	fmt.Fprintf(os.Stderr, "cnibench: host-local's first call on %d reference leases just written to disk...\n", o.leases)
+	up, err := upgradeAtScale(o.bin, netns, o.leases)
+	rep.Upgrade = up
+	return err
 }
