@@ -187,9 +187,18 @@ func (n *Conn) ChainExists(family byte, table, chain string) (bool, error) {
 	return ok, err
 }
 
+// maxName is the longest table or chain name the kernel keeps
+// (NFT_NAME_MAXLEN, 256, with its terminating NUL).
+const maxName = 255
+
 // ChainUse looks one chain up and returns its use count: the number of
-// jumps, gotos and map elements leading to it.
+// its rules plus the jumps, gotos and map elements leading to it. A name
+// longer than the kernel allows names no chain: the kernel would refuse
+// the question (ERANGE) rather than say so.
 func (n *Conn) ChainUse(family byte, table, chain string) (exists bool, use uint32, err error) {
+	if len(table) > maxName || len(chain) > maxName {
+		return false, 0, nil
+	}
 	data := encodeAttrs(func(ae *netlink.AttributeEncoder) {
 		ae.String(unix.NFTA_CHAIN_TABLE, table)
 		ae.String(unix.NFTA_CHAIN_NAME, chain)
@@ -227,6 +236,9 @@ func (n *Conn) ChainUse(family byte, table, chain string) (exists bool, use uint
 // listing fail. A missing table or chain yields no rules.
 // Equivalent to: nft -a list chain <family> <table> <chain>
 func (n *Conn) Rules(family byte, table, chain string) ([]Rule, error) {
+	if len(table) > maxName || len(chain) > maxName {
+		return nil, nil
+	}
 	data := encodeAttrs(func(ae *netlink.AttributeEncoder) {
 		ae.String(unix.NFTA_RULE_TABLE, table)
 		ae.String(unix.NFTA_RULE_CHAIN, chain)

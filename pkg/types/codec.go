@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"regexp"
 
 	"cnisuite/pkg/version"
 )
@@ -54,8 +55,19 @@ func decodeResult(data []byte, fallbackVersion, root string) (*Result, error) {
 	return r, nil
 }
 
-// validate refuses results with holes no version can print.
+// validate refuses results with holes no version can print, and values the
+// result schema does not allow, which a chained plugin would otherwise pass
+// on in its own result.
 func (r *Result) validate(root string) error {
+	for i, in := range r.Interfaces {
+		at := joinPath(root, fmt.Sprintf("interfaces[%d]", i))
+		if in.Mac != "" && !macPattern.MatchString(in.Mac) {
+			return fmt.Errorf("%s.mac %q: not a MAC address of the form 0a:58:0a:f4:00:01", at, in.Mac)
+		}
+		if in.Mtu != 0 && (in.Mtu < 68 || in.Mtu > 65535) {
+			return fmt.Errorf("%s.mtu %d: must be 68-65535", at, in.Mtu)
+		}
+	}
 	for i, ip := range r.IPs {
 		at := joinPath(root, fmt.Sprintf("ips[%d]", i))
 		if ip.Address.IP == nil || ip.Address.Mask == nil {
@@ -67,9 +79,28 @@ func (r *Result) validate(root string) error {
 		}
 	}
 	for i, rt := range r.Routes {
-		if rt.Dst.IP == nil || rt.Dst.Mask == nil {
-			return fmt.Errorf("%s: dst missing", joinPath(root, fmt.Sprintf("routes[%d]", i)))
+		if err := rt.validate(joinPath(root, fmt.Sprintf("routes[%d]", i))); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// macPattern is the result schema's form of a MAC address.
+var macPattern = regexp.MustCompile(`^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$`)
+
+// validate checks a route against the result schema; 0 stands for an
+// absent mtu, advmss or priority.
+func (rt *Route) validate(at string) error {
+	switch {
+	case rt.Dst.IP == nil || rt.Dst.Mask == nil:
+		return fmt.Errorf("%s: dst missing", at)
+	case rt.MTU != 0 && (rt.MTU < 68 || rt.MTU > 65535):
+		return fmt.Errorf("%s.mtu %d: must be 68-65535", at, rt.MTU)
+	case rt.AdvMSS < 0:
+		return fmt.Errorf("%s.advmss %d: must be positive", at, rt.AdvMSS)
+	case rt.Priority < 0:
+		return fmt.Errorf("%s.priority %d: must not be negative", at, rt.Priority)
 	}
 	return nil
 }

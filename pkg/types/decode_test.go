@@ -26,6 +26,10 @@ func TestPrevResultShapesAreRefusedWithTheirPath(t *testing.T) {
 		{"negative interface index", `{"cniVersion":"1.0.0","prevResult":{"ips":[{"address":"10.0.0.2/24","interface":-1}]}}`, "prevResult.ips[0].interface: index -1"},
 		{"ip without address", `{"cniVersion":"1.0.0","prevResult":{"ips":[{}]}}`, "prevResult.ips[0]: address missing"},
 		{"route without dst", `{"cniVersion":"1.0.0","prevResult":{"routes":[{}]}}`, "prevResult.routes[0]: dst missing"},
+		{"mac that is no MAC", `{"cniVersion":"1.0.0","prevResult":{"interfaces":[{},{"mac":"cni0"}]}}`, `prevResult.interfaces[1].mac "cni0"`},
+		{"interface mtu too large", `{"cniVersion":"1.1.0","prevResult":{"interfaces":[{"name":"e","mtu":2147483648}]}}`, "prevResult.interfaces[0].mtu 2147483648: must be 68-65535"},
+		{"route mtu too small", `{"cniVersion":"1.1.0","prevResult":{"routes":[{"dst":"0.0.0.0/0","mtu":10}]}}`, "prevResult.routes[0].mtu 10"},
+		{"negative advmss", `{"cniVersion":"1.1.0","prevResult":{"routes":[{"dst":"0.0.0.0/0","advmss":-1}]}}`, "prevResult.routes[0].advmss -1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

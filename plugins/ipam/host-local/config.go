@@ -202,11 +202,34 @@ func checkFamilies(cniVersion string, sets []allocator.RangeSet) error {
 	return nil
 }
 
+// checkRoutes refuses routes that would make an invalid result: they are
+// copied into it, where the result schema wants a dst, an mtu of 68-65535
+// and an advmss of at least 1, and the spec 1.1 fields are unsigned (0 is
+// "not set" for mtu, advmss and priority, which are omitted then).
 func checkRoutes(routes []*types.Route) error {
 	var errs []error
+	invalid := func(format string, a ...any) {
+		errs = append(errs, types.Errorf(types.ErrInvalidConfig, format, a...))
+	}
 	for i, r := range routes {
 		if r == nil || r.Dst.IP == nil {
-			errs = append(errs, types.Errorf(types.ErrInvalidConfig, "ipam.routes[%d].dst: missing", i))
+			invalid("ipam.routes[%d].dst: missing", i)
+			continue
+		}
+		if r.MTU != 0 && (r.MTU < 68 || r.MTU > 65535) {
+			invalid("ipam.routes[%d].mtu %d: must be 68-65535", i, r.MTU)
+		}
+		if r.AdvMSS < 0 {
+			invalid("ipam.routes[%d].advmss %d: must not be negative", i, r.AdvMSS)
+		}
+		if r.Priority < 0 {
+			invalid("ipam.routes[%d].priority %d: must not be negative", i, r.Priority)
+		}
+		if r.Table != nil && *r.Table < 0 {
+			invalid("ipam.routes[%d].table %d: must not be negative", i, *r.Table)
+		}
+		if r.Scope != nil && (*r.Scope < 0 || *r.Scope > 255) {
+			invalid("ipam.routes[%d].scope %d: must be 0-255", i, *r.Scope)
 		}
 	}
 	return errors.Join(errs...)

@@ -52,6 +52,33 @@ func setMAC(link netlink.Link, mac net.HardwareAddr) error {
 	return nil
 }
 
+// ipv6MinMTU is the smallest MTU IPv6 works with (RFC 8200). Below it the
+// kernel disables IPv6 on the interface and removes its addresses, and
+// raising the MTU again brings none of them back.
+const ipv6MinMTU = 1280
+
+// checkMTUKeepsIPv6 refuses an MTU below ipv6MinMTU on an interface that
+// holds IPv6 addresses other than link-local ones: DEL could restore the
+// MTU but not the addresses. A link-local address comes back by itself.
+// Equivalent to: ip -6 addr show dev $link scope global
+func checkMTUKeepsIPv6(link netlink.Link, mtu int) error {
+	if mtu == 0 || mtu >= ipv6MinMTU {
+		return nil
+	}
+	addrs, err := netlink.AddrList(link, netlink.FAMILY_V6)
+	if err != nil {
+		return types.Errorf(types.ErrIO, "listing the IPv6 addresses of %q: %w", link.Attrs().Name, err)
+	}
+	for _, a := range addrs {
+		if !a.IP.IsLinkLocalUnicast() {
+			return types.Errorf(types.ErrInvalidConfig,
+				"mtu %d: below %d, the smallest MTU of IPv6, and %q holds %s: the kernel would remove its IPv6 addresses for good",
+				mtu, ipv6MinMTU, link.Attrs().Name, a.IPNet)
+		}
+	}
+	return nil
+}
+
 // setMTU equivalent to: ip link set dev $link mtu $mtu
 func setMTU(link netlink.Link, mtu int) error {
 	if err := netlink.LinkSetMTU(link, mtu); err != nil {

@@ -89,6 +89,9 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs
 	if len(settings) == 0 && len(changes) == 0 {
 		return before, nil
 	}
+	if err := checkMTUKeepsIPv6(link, c.MTU); err != nil {
+		return linkAttrs{}, err
+	}
 	st, err := t.originals(c, before, settings)
 	if err != nil {
 		return linkAttrs{}, err

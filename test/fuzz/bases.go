@@ -1,0 +1,178 @@
+package fuzz
+
+// Paths are the places an input's configuration names: all of them under
+// SafeRoots, fresh for every input.
+type Paths struct {
+	// DataDir is the state directory (host-local's and tuning's dataDir).
+	DataDir string
+	// ResolvConf is a resolv.conf for host-local to read.
+	ResolvConf string
+	// NetNS is the container's network namespace.
+	NetNS string
+}
+
+// The container side of tuning's and portmap's node: a veth pair made by
+// the test, the node end fzh0 in the node namespace and eth0 in the
+// container, with these addresses and MACs.
+const (
+	NodeIfName   = "fzh0"
+	NodeMAC      = "0a:58:0a:4d:00:01"
+	NodeAddr4    = "10.77.0.1/24"
+	NodeAddr6    = "fd77::1/64"
+	ContainerMAC = "0a:58:0a:4d:00:02"
+	CtrAddr4     = "10.77.0.2/24"
+	CtrAddr6     = "fd77::2/64"
+	// BaseBridges are the bridges the bridge bases use; the runner removes
+	// them, and any other bridge a mutated name made, after each input.
+	BaseBridgeL3 = "fzbr0"
+	BaseBridgeL2 = "fzbr1"
+)
+
+// Base is a named valid configuration of a plugin, using every key that
+// this variant can combine with the others.
+type Base struct {
+	Name string
+	Tree func(p Paths) any
+}
+
+// Bases lists the base configurations of every plugin. Each must succeed
+// ADD, CHECK, STATUS, GC and DEL in a bare node namespace (the runner
+// checks this before mutating it). Keys that cannot coexist (promiscMode
+// and hairpinMode, an IPAM and disableContainerInterface, markMasqBit and
+// externalSetMarkChain) are spread over the variants.
+var Bases = map[string][]Base{
+	"bridge": {
+		{"l3-iptables", func(p Paths) any { return bridgeL3(p, "iptables") }},
+		{"l3-nftables", func(p Paths) any { return bridgeL3(p, "nftables") }},
+		{"l2", bridgeL2},
+	},
+	"host-local": {{"ranges", hostLocal}},
+	"tuning":     {{"all-keys", tuning}},
+	"portmap": {
+		{"iptables", func(p Paths) any { return portmap(p, "iptables") }},
+		{"nftables", func(p Paths) any { return portmap(p, "nftables") }},
+		{"masqall-nftables", portmapMasqAll},
+	},
+	"loopback": {
+		{"plain", func(Paths) any { return Obj("cniVersion", "1.1.0", "name", "fzlo", "type", "loopback") }},
+		{"chained", func(p Paths) any {
+			return Obj("cniVersion", "1.1.0", "name", "fzlo", "type", "loopback", "prevResult", prevResult(p))
+		}},
+	},
+}
+
+// Plugins are the plugins fuzzed, in order.
+var Plugins = []string{"bridge", "host-local", "tuning", "portmap", "loopback"}
+
+// bridgeL3 is bridge with host-local, gateway, masquerade (backend given),
+// spoof check and every port flag that goes with hairpin mode.
+func bridgeL3(p Paths, backend string) any {
+	return Obj("cniVersion", "1.1.0", "name", "fznet", "type", "bridge",
+		"bridge", BaseBridgeL3, "isGateway", true, "isDefaultGateway", true, "forceAddress", true,
+		"ipMasq", true, "ipMasqBackend", backend, "mtu", 1400, "hairpinMode", true,
+		"promiscMode", false, "vlan", 0, "vlanTrunk", Arr(), "preserveDefaultVlan", false,
+		"macspoofchk", true, "enabledad", false, "disableContainerInterface", false,
+		"portIsolation", true, "capabilities", Obj("mac", true),
+		"ipam", Obj("type", "host-local",
+			"ranges", Arr(
+				Arr(Obj("subnet", "10.20.0.0/24", "rangeStart", "10.20.0.10", "rangeEnd", "10.20.0.200", "gateway", "10.20.0.1")),
+				Arr(Obj("subnet", "fd20::/64"))),
+			"routes", Arr(Obj("dst", "10.99.0.0/16", "gw", "10.20.0.1"), Obj("dst", "fd99::/64")),
+			"dataDir", p.DataDir, "resolvConf", p.ResolvConf),
+		"dns", Obj("nameservers", Arr("10.20.0.53"), "domain", "fz.local", "search", Arr("fz.local"), "options", Arr("ndots:2")),
+		"args", Obj("cni", Obj("mac", "0a:58:0a:14:00:07")),
+		"runtimeConfig", Obj("mac", "0a:58:0a:14:00:09"))
+}
+
+// bridgeL2 is bridge at layer 2: promiscuous, container interface down,
+// DAD on, no IPAM.
+func bridgeL2(p Paths) any {
+	return Obj("cniVersion", "1.1.0", "name", "fzl2", "type", "bridge",
+		"bridge", BaseBridgeL2, "isGateway", false, "isDefaultGateway", false, "forceAddress", false,
+		"ipMasq", false, "ipMasqBackend", "nftables", "mtu", 9000, "hairpinMode", false,
+		"promiscMode", true, "vlan", 0, "vlanTrunk", Arr(), "preserveDefaultVlan", true,
+		"macspoofchk", true, "enabledad", true, "disableContainerInterface", true,
+		"portIsolation", false, "ipam", Obj(), "dns", Obj(),
+		"args", Obj("cni", Obj("mac", "0a:58:0a:15:00:07")))
+}
+
+// hostLocal uses every range source: ipRanges, the deprecated top-level
+// range and two range sets; requested addresses, routes with every field.
+func hostLocal(p Paths) any {
+	return Obj("cniVersion", "1.1.0", "name", "fzhl", "type", "bridge",
+		"capabilities", Obj("ips", true, "ipRanges", true),
+		"ipam", Obj("type", "host-local",
+			"subnet", "10.32.0.0/24", "rangeStart", "10.32.0.20", "rangeEnd", "10.32.0.30", "gateway", "10.32.0.1",
+			"ranges", Arr(
+				Arr(Obj("subnet", "10.33.0.0/24", "rangeStart", "10.33.0.10", "rangeEnd", "10.33.0.250", "gateway", "10.33.0.1"),
+					Obj("subnet", "10.33.1.0/24")),
+				Arr(Obj("subnet", "fd33::/64", "rangeStart", "fd33::10", "rangeEnd", "fd33::ffff", "gateway", "fd33::1"))),
+			"routes", Arr(
+				Obj("dst", "0.0.0.0/0", "gw", "10.33.0.1", "mtu", 1400, "advmss", 1360, "priority", 100, "table", 100, "scope", 0),
+				Obj("dst", "::/0")),
+			"dataDir", p.DataDir, "resolvConf", p.ResolvConf),
+		"runtimeConfig", Obj("ips", Arr("10.33.0.50/24"), "ipRanges", Arr(Arr(Obj("subnet", "10.31.0.0/24")))),
+		"args", Obj("cni", Obj("ips", Arr("fd33::50"))))
+}
+
+// tuning sets every sysctl spelling, every link attribute, and overrides
+// them from runtimeConfig and args.cni.
+func tuning(p Paths) any {
+	return Obj("cniVersion", "1.1.0", "name", "fztun", "type", "tuning",
+		"capabilities", Obj("mac", true),
+		"sysctl", Obj("net.ipv4.conf.IFNAME.arp_ignore", "1", "net/ipv4/conf/IFNAME/rp_filter", "2",
+			"net.core.somaxconn", "512", "net.ipv6.conf.IFNAME.accept_ra", "0"),
+		"mac", "0a:58:0a:4d:00:21", "mtu", 1400, "promisc", true, "allmulti", true, "txQLen", 2000,
+		"dataDir", p.DataDir,
+		"runtimeConfig", Obj("mac", "0a:58:0a:4d:00:22"),
+		"args", Obj("cni", Obj("sysctl", Obj("net.ipv4.conf.IFNAME.arp_announce", "2"),
+			"mac", "0a:58:0a:4d:00:23", "mtu", 1450, "promisc", true, "allmulti", false, "txQLen", 1000)),
+		"prevResult", prevResult(p))
+}
+
+// portmap maps TCP, UDP, SCTP, with and without hostIP, with conditions
+// in the syntax of backend.
+func portmap(p Paths, backend string) any {
+	c4, c6 := Arr("-m", "mark", "!", "--mark", "0x100000/0x100000"), Arr("-m", "mark", "!", "--mark", "0x100000/0x100000")
+	if backend == "nftables" {
+		c4, c6 = Arr("ip", "saddr", "!=", "192.0.2.1"), Arr("ip6", "saddr", "!=", "2001:db8::1")
+	}
+	return Obj("cniVersion", "1.1.0", "name", "fzpm", "type", "portmap",
+		"capabilities", Obj("portMappings", true),
+		"snat", true, "masqAll", false, "markMasqBit", 13,
+		"conditionsV4", c4, "conditionsV6", c6, "backend", backend,
+		"runtimeConfig", Obj("portMappings", portMappings()),
+		"prevResult", prevResult(p))
+}
+
+// portmapMasqAll masquerades every source instead of snat.
+func portmapMasqAll(p Paths) any {
+	return Obj("cniVersion", "1.1.0", "name", "fzpm", "type", "portmap",
+		"capabilities", Obj("portMappings", true), "snat", false, "masqAll", true,
+		"backend", "nftables", "runtimeConfig", Obj("portMappings", portMappings()),
+		"prevResult", prevResult(p))
+}
+
+// portMappings are the runtime's portMappings capability.
+func portMappings() any {
+	return Arr(
+		Obj("hostPort", 8080, "containerPort", 80, "protocol", "tcp"),
+		Obj("hostPort", 5353, "containerPort", 53, "protocol", "udp", "hostIP", "10.77.0.1"),
+		Obj("hostPort", 9132, "containerPort", 132, "protocol", "sctp"),
+		Obj("hostPort", 8443, "containerPort", 443, "protocol", "TCP", "hostIP", "::"))
+}
+
+// prevResult is what a main plugin would have returned for the test's
+// veth pair: host end, container end, both families, routes and DNS.
+func prevResult(p Paths) any {
+	return Obj("cniVersion", "1.1.0",
+		"interfaces", Arr(
+			Obj("name", NodeIfName, "mac", NodeMAC),
+			Obj("name", "eth0", "mac", ContainerMAC, "mtu", 1500, "sandbox", p.NetNS)),
+		"ips", Arr(
+			Obj("address", CtrAddr4, "gateway", "10.77.0.1", "interface", 1),
+			Obj("address", CtrAddr6, "gateway", "fd77::1", "interface", 1)),
+		"routes", Arr(Obj("dst", "0.0.0.0/0", "gw", "10.77.0.1"), Obj("dst", "::/0", "gw", "fd77::1")),
+		"dns", Obj("nameservers", Arr("10.77.0.53"), "domain", "fz.local",
+			"search", Arr("fz.local", "svc.fz.local"), "options", Arr("ndots:5")))
+}
