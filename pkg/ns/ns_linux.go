@@ -69,16 +69,28 @@ func (n *NetNS) Close() error { return n.file.Close() }
 // Do runs fn with the calling goroutine's work moved into n: on a fresh
 // goroutine locked to its OS thread, which enters n, runs fn and returns to
 // the original namespace. A thread that cannot return stays locked, so the
-// runtime discards it instead of reusing it in the wrong namespace.
+// runtime discards it instead of reusing it in the wrong namespace. A panic
+// in fn is raised again on the calling goroutine (its thread, still in n,
+// is discarded), so that the caller's recover — the skel's last resort —
+// sees it instead of the process dying with a stack.
 func (n *NetNS) Do(fn func() error) error {
 	var wg sync.WaitGroup
 	var err error
+	var panicked []any
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer func() {
+			if v := recover(); v != nil {
+				panicked = []any{v}
+			}
+		}()
 		err = n.doLocked(fn)
 	}()
 	wg.Wait()
+	if panicked != nil {
+		panic(panicked[0])
+	}
 	return err
 }
 

@@ -88,3 +88,17 @@ func sameNS(t *testing.T, a, b string) bool {
 	}
 	return os.SameFile(sa, sb)
 }
+
+// A panic inside Do comes back on the caller's goroutine, where a recover
+// (the skel's) can see it.
+func TestDoForwardsPanic(t *testing.T) {
+	sandbox.Require(t)
+	n := sandbox.NewNS(t)
+	defer func() {
+		if v := recover(); v != "boom" {
+			t.Errorf("recovered %v, want the panic of fn", v)
+		}
+	}()
+	_ = n.Do(func() error { panic("boom") })
+	t.Error("Do returned after fn panicked")
+}

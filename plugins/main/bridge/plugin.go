@@ -106,17 +106,30 @@ func (at *attach) rules(ctx context.Context) (fwBackend, error) {
 }
 
 // concurrently runs the tasks at once and returns their errors, in order.
+// A task's panic is raised again on the caller's goroutine, where the
+// skel's last-resort recover turns it into an error object.
 func concurrently(tasks ...func() error) []error {
 	errs := make([]error, len(tasks))
+	panics := make([][]any, len(tasks))
 	var wg sync.WaitGroup
 	for i, task := range tasks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				if v := recover(); v != nil {
+					panics[i] = []any{v}
+				}
+			}()
 			errs[i] = task()
 		}()
 	}
 	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p[0])
+		}
+	}
 	return errs
 }
 
