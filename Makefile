@@ -9,18 +9,21 @@ DESTDIR   ?=
 GO        ?= go
 LDFLAGS   := -s -w -X cnisuite/pkg/skel.Suite=$(VERSION)
 PLUGINS   := $(wildcard plugins/*/*)
+CMDS      := $(wildcard cmd/*)
 STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
+RELEASE_DIR ?= $(CURDIR)/release
+ARCHES    ?=
 
 export GOFLAGS := -mod=mod
 
-.PHONY: all build tools install deps test unit privileged lint fmt vet staticcheck demo e2e bench clean
+.PHONY: all build tools install deps test unit privileged lint fmt vet staticcheck demo e2e bench release deb clean
 
 all: build
 
 ## build: static, version-stamped plugin binaries in bin/
 build:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./,$(PLUGINS))
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./,$(PLUGINS)) $(addprefix ./,$(CMDS))
 
 ## tools: the runtime client the demo and benchmark drive the plugins with
 tools:
@@ -73,6 +76,33 @@ bench: deps build tools
 	$(GO) build -o $(TOOLS)/floor ./test/bench/floor
 	$(GO) build -o $(TOOLS)/cnibench ./test/bench/cnibench
 	CNISUITE_BIN=$(BIN) scripts/sandbox.sh $(TOOLS)/cnibench -bin $(BIN) -tools $(TOOLS) $(BENCHFLAGS)
+
+## fuzz: the binaries fuzzed with the long budget inside the sandbox (test/fuzz, FUZZ_INPUTS per
+## plugin, FUZZ_SEED), then every native Go fuzz target (func Fuzz*) for FUZZTIME each
+FUZZ_INPUTS ?= 20000
+FUZZ_SEED   ?= 1
+FUZZTIME    ?= 3m
+FUZZFLAGS   ?= -parallel 2
+.PHONY: fuzz
+fuzz: build
+	CNISUITE_BIN=$(BIN) CNISUITE_REQUIRE_PRIVILEGED=1 CNISUITE_FUZZ_INPUTS=$(FUZZ_INPUTS) CNISUITE_FUZZ_MINIMIZE=1 \
+		CNISUITE_FUZZ_SEED=$(FUZZ_SEED) GOPROXY=off \
+		scripts/sandbox.sh $(GO) test -count=1 -timeout 0 -v -run '^TestFuzzBinaries$$' ./test/fuzz
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' pkg plugins test); do \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "== $$t ($$(dirname $$f)), $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./$$(dirname $$f); \
+		done; \
+	done
+
+## release: reproducible tarballs of the plugins for six architectures, SHA256SUMS and SHA512SUMS, in release/
+## (RELEASE_DIR=... elsewhere, ARCHES="amd64 arm64" for fewer; see scripts/release.sh)
+release:
+	VERSION='$(VERSION)' RELEASE_DIR='$(RELEASE_DIR)' ARCHES='$(ARCHES)' GO='$(GO)' scripts/release.sh tarballs
+
+## deb: Debian packages installing the plugins in /usr/lib/cni, replacing containernetworking-plugins
+deb:
+	VERSION='$(VERSION)' RELEASE_DIR='$(RELEASE_DIR)' ARCHES='$(ARCHES)' GO='$(GO)' scripts/release.sh deb
 
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,213 @@
+#!/bin/bash
+# Builds the release artifacts, reproducibly: building the same commit twice
+# gives the same bytes.
+#
+#   scripts/release.sh tarballs       cnisuite-linux-<arch>-<version>.tgz per arch, SHA256SUMS, SHA512SUMS
+#   scripts/release.sh deb            cnisuite_<debian version>_<debian arch>.deb per arch
+#   scripts/release.sh debversion D   prints the Debian version for the git describe string D
+#
+# Environment (the Makefile sets the first two):
+#   VERSION            the version stamped into every plugin; default: git describe
+#   RELEASE_DIR        where the artifacts go; default: release/
+#   ARCHES             Go architectures; default: amd64 arm64 arm ppc64le s390x riscv64
+#   SOURCE_DATE_EPOCH  the time every file carries; default: the commit's time
+#   GO                 the go command; default: go
+#
+# Reproducible because the binaries are built with -trimpath, an empty build
+# ID and pinned per-architecture levels, and the archives carry fixed times,
+# owners and order (sorted names, tar --mtime --owner=0 --group=0, gzip -n;
+# dpkg-deb honours SOURCE_DATE_EPOCH). -buildvcs=false keeps git's state out
+# of the binaries: the same sources give the same bytes, from a checkout or
+# from a source tarball, and the version already names the commit.
+set -euo pipefail
+shopt -s inherit_errexit
+cd "$(dirname "$0")/.."
+
+ALL_ARCHES="amd64 arm64 arm ppc64le s390x riscv64"
+GO=${GO:-go}
+ARCHES=${ARCHES:-$ALL_ARCHES}
+RELEASE_DIR=${RELEASE_DIR:-release}
+
+die() {
+	echo "release: $*" >&2
+	exit 1
+}
+
+# debversion turns a git describe string into a Debian version: v1.2.3 →
+# 1.2.3, v1.2.3-rc1 → 1.2.3~rc1 (sorts before 1.2.3), v1.2.3-4-gabc1234 →
+# 1.2.3+4.gabc1234, a bare commit abc1234 → 0.0~git<commit date>.abc1234;
+# -dirty adds .dirty (or +dirty).
+debversion() {
+	local d=$1 dirty="" upstream extra=""
+	if [[ $d == *-dirty ]]; then
+		d=${d%-dirty}
+		dirty=dirty
+	fi
+	if [[ $d =~ ^(.+)-([0-9]+)-g([0-9a-f]+)$ ]]; then
+		d=${BASH_REMATCH[1]}
+		extra="${BASH_REMATCH[2]}.g${BASH_REMATCH[3]}"
+	fi
+	d=${d#v}
+	if [[ $d =~ ^[0-9a-f]{7,40}$ && -z $extra ]]; then
+		upstream="0.0~git$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y%m%d).$d"
+	elif [[ $d =~ ^[0-9][A-Za-z0-9.+~-]*$ ]]; then
+		upstream=${d//-/\~}
+	else
+		die "version $1: cannot make a Debian version of it"
+	fi
+	extra=${extra:+$extra${dirty:+.}}$dirty
+	if [ -n "$extra" ]; then
+		[[ $upstream == *+* ]] && upstream="$upstream.$extra" || upstream="$upstream+$extra"
+	fi
+	echo "$upstream"
+}
+
+# debarch names a Go architecture the way Debian does.
+debarch() {
+	case $1 in
+	amd64 | arm64 | s390x | riscv64) echo "$1" ;;
+	arm) echo armhf ;;
+	ppc64le) echo ppc64el ;;
+	*) die "architecture $1: not one of $ALL_ARCHES" ;;
+	esac
+}
+
+# plugins lists the plugin folders as packages, one binary each.
+plugins() {
+	local d
+	for d in plugins/*/*/; do
+		echo "./${d%/}"
+	done
+}
+
+# build compiles every plugin for one architecture into the directory $2.
+build() {
+	local arch=$1 out=$2
+	mkdir -p "$out"
+	local pkgs
+	mapfile -t pkgs < <(plugins)
+	env CGO_ENABLED=0 GOOS=linux GOARCH="$arch" GOAMD64=v1 GOARM=7 GOARM64=v8.0 \
+		GOPPC64=power8 GORISCV64=rva20u64 GOFLAGS=-mod=mod \
+		"$GO" build -trimpath -buildvcs=false \
+		-ldflags "-s -w -buildid= -X cnisuite/pkg/skel.Suite=$VERSION" \
+		-o "$out/" "${pkgs[@]}"
+}
+
+# tarball packs the binaries of one architecture with LICENSE and README.md.
+tarball() {
+	local arch=$1 stage=$WORK/tgz-$1
+	build "$arch" "$stage"
+	chmod 0755 "$stage"/*
+	install -m 0644 LICENSE README.md "$stage/"
+	local name="cnisuite-linux-$arch-$VERSION.tgz"
+	(cd "$stage" && find . -type f | LC_ALL=C sort) |
+		LC_ALL=C tar --create --format=ustar --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 \
+			--numeric-owner --directory="$stage" --verbatim-files-from --files-from=- |
+		gzip -9 -n >"$RELEASE_DIR/$name.tmp"
+	mv "$RELEASE_DIR/$name.tmp" "$RELEASE_DIR/$name"
+	echo "$name"
+}
+
+cmd_tarballs() {
+	local names=() arch name
+	for arch in $ARCHES; do
+		name=$(tarball "$arch")
+		names+=("$name")
+	done
+	(
+		cd "$RELEASE_DIR"
+		sha256sum "${names[@]}" >SHA256SUMS
+		sha512sum "${names[@]}" >SHA512SUMS
+	)
+	echo "release: ${names[*]} SHA256SUMS SHA512SUMS in $RELEASE_DIR"
+}
+
+# control writes the package's control file; $1 is the package root.
+control() {
+	local root=$1 arch=$2 size
+	size=$(du -sk --apparent-size "$root/usr" | cut -f1)
+	cat <<EOF
+Package: cnisuite
+Version: $(debversion "$VERSION")
+Architecture: $(debarch "$arch")
+Maintainer: ${DEB_MAINTAINER:-cnisuite developers <cnisuite@localhost>}
+Installed-Size: $size
+Depends: iptables | nftables
+Provides: container-network-stack (= 1)
+Conflicts: containernetworking-plugins
+Replaces: containernetworking-plugins
+Section: net
+Priority: optional
+Description: CNI plugins bridge, host-local, loopback, portmap and tuning
+ A drop-in replacement, written in Go, for the Container Network Interface
+ reference plugins bridge, host-local, tuning, portmap and loopback, in
+ /usr/lib/cni where podman and containerd look for them. They speak every
+ CNI specification version from 0.1.0 to 1.1.0, including GC and STATUS.
+ .
+ Version $VERSION.
+EOF
+}
+
+# copyright writes the Debian copyright file.
+copyright() {
+	cat <<EOF
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: cnisuite
+
+Files: *
+Copyright: cnisuite developers
+License: Apache-2.0
+ On Debian systems, the full text of the Apache License, Version 2.0 is in
+ /usr/share/common-licenses/Apache-2.0.
+EOF
+}
+
+# deb builds the package of one architecture.
+deb() {
+	local arch=$1 root=$WORK/deb-$1 name
+	local lib=$root/usr/lib/cni doc=$root/usr/share/doc/cnisuite
+	build "$arch" "$lib"
+	install -d -m 0755 "$doc" "$root/DEBIAN"
+	chmod 0755 "$lib"/*
+	copyright >"$doc/copyright"
+	gzip -9 -n <README.md >"$doc/README.md.gz"
+	chmod 0644 "$doc"/*
+	(cd "$root" && find usr -type f | LC_ALL=C sort | xargs md5sum) >"$root/DEBIAN/md5sums"
+	control "$root" "$arch" >"$root/DEBIAN/control"
+	chmod 0644 "$root/DEBIAN/md5sums" "$root/DEBIAN/control"
+	find "$root" -exec touch --no-dereference --date="@$SOURCE_DATE_EPOCH" {} +
+	name="cnisuite_$(debversion "$VERSION")_$(debarch "$arch").deb"
+	SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH dpkg-deb --root-owner-group -Zxz --build "$root" \
+		"$RELEASE_DIR/$name" >/dev/null
+	echo "$name"
+}
+
+cmd_deb() {
+	local names=() arch name
+	for arch in $ARCHES; do
+		name=$(deb "$arch")
+		names+=("$name")
+	done
+	echo "release: ${names[*]} in $RELEASE_DIR"
+}
+
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || true)}
+[[ $SOURCE_DATE_EPOCH =~ ^[0-9]+$ ]] || die "SOURCE_DATE_EPOCH: set it, or build from a git checkout"
+
+case ${1:-} in
+debversion)
+	[ $# = 2 ] || die "usage: $0 debversion <git describe output>"
+	debversion "$2"
+	exit
+	;;
+tarballs | deb) ;;
+*) die "usage: $0 tarballs|deb|debversion <describe>" ;;
+esac
+
+VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || true)}
+[[ $VERSION =~ ^[A-Za-z0-9][A-Za-z0-9._+~-]*$ ]] || die "VERSION $VERSION: empty or not a file-name-safe version"
+for arch in $ARCHES; do debarch "$arch" >/dev/null; done
+mkdir -p "$RELEASE_DIR"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+"cmd_$1"
