@@ -39,12 +39,20 @@ install: build
 deps:
 	scripts/install-deps.sh
 	if [ -x scripts/install-e2e-deps.sh ]; then scripts/install-e2e-deps.sh; fi
+	scripts/install-vm-deps.sh
 
 ## test: lint, then every test; privileged tests run inside scripts/sandbox.sh and must not skip.
 ## Packages run one at a time (-p 1): they share the sandbox's namespace as their "node".
 test: deps lint build
 	CNISUITE_BIN=$(BIN) CNISUITE_REQUIRE_PRIVILEGED=1 GOPROXY=off \
 		scripts/sandbox.sh $(GO) test -p 1 -count=1 ./...
+	$(MAKE) --no-print-directory vmtest
+
+## vmtest: boot Debian 12's kernel under qemu and run test/vm/tests.txt inside (VLAN filtering,
+## the plugin chain on both firewall backends); see test/vm/README.md
+.PHONY: vmtest
+vmtest: deps build
+	CNISUITE_BIN=$(BIN) GO=$(GO) test/vm/run.sh
 
 ## unit: the tests that need no root (privileged ones skip and say why)
 unit:

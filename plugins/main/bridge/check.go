@@ -21,12 +21,9 @@ func (p *plugin) cmdCheck(ctx context.Context, a *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	prev, err := conf.PrevResult()
+	prev, err := conf.RequirePrevResult("bridge", "CHECK")
 	if err != nil {
 		return err
-	}
-	if prev == nil {
-		return types.Errorf(types.ErrInvalidConfig, "prevResult: required for CHECK and missing")
 	}
 	// IPAM CHECK (a process of its own) runs while the links and rules are
 	// checked; its error comes first, as if it had run first.
@@ -46,7 +43,7 @@ func (p *plugin) cmdCheck(ctx context.Context, a *skel.CmdArgs) error {
 		}
 		defer at.close()
 		at.res = prev
-		return at.sequence(ctx, at.checkBridge, at.checkVeth, at.checkContainer, at.checkRules)
+		return at.sequence(ctx, at.checkBridge, at.checkVeth, at.checkVlans, at.checkContainer, at.checkRules)
 	}
 	return firstError(concurrently(ipam, local))
 }
@@ -118,10 +115,57 @@ func (at *attach) checkVeth(context.Context) error {
 		}
 		h, err := at.host.LinkByName(i.Name)
 		if err == nil && h.Attrs().Index == peer && h.Attrs().MasterIndex == at.br.Index {
+			at.hostLink = h
 			return nil
 		}
 	}
 	return missing("CNI veth created for bridge %q was not found (peer of %q)", at.conf.BrName, a.IfName)
+}
+
+// checkVlans compares the host port's VLANs with what vlan, vlanTrunk and
+// preserveDefaultVlan ask for: every planned VLAN with its PVID and untagged
+// flags, and, unless the existing VLANs are preserved, nothing more.
+func (at *attach) checkVlans(context.Context) error {
+	c := at.conf
+	plan := link.PlanPortVlans(c.Vlan, c.trunkIDs, c.PreserveDefaultVlan)
+	if plan.Empty() {
+		return nil
+	}
+	got, err := link.PortVlans(at.host, at.hostLink)
+	if err != nil {
+		return err
+	}
+	name := at.hostLink.Attrs().Name
+	have := make(map[uint16]link.VlanEntry, len(got))
+	for _, v := range got {
+		have[v.VID] = v
+	}
+	for _, want := range plan.Entries {
+		if v, ok := have[want.VID]; !ok || v != want {
+			return fmt.Errorf("port %q: VLAN %d is %s, want %s", name, want.VID, vlanString(v, ok), vlanString(want, true))
+		}
+		delete(have, want.VID)
+	}
+	for _, v := range got {
+		if _, extra := have[v.VID]; extra && plan.Flush {
+			return fmt.Errorf("port %q: VLAN %d is not configured (preserveDefaultVlan is false)", name, v.VID)
+		}
+	}
+	return nil
+}
+
+func vlanString(v link.VlanEntry, ok bool) string {
+	if !ok {
+		return "missing"
+	}
+	s := "tagged"
+	if v.Untagged {
+		s = "untagged"
+	}
+	if v.PVID {
+		s = "PVID " + s
+	}
+	return s
 }
 
 func (at *attach) checkContainer(context.Context) error {
@@ -138,7 +182,7 @@ func (at *attach) checkContainer(context.Context) error {
 
 func (at *attach) checkRules(ctx context.Context) error {
 	r, err := at.desiredRules()
-	if err != nil || (r.Masq == nil && r.SpoofCheck == nil) {
+	if err != nil || (r.Masq == nil && r.SpoofCheck == nil && r.Isolation == nil) {
 		return err
 	}
 	fw, err := at.rules(ctx)
