@@ -6,23 +6,16 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(iproute2 iptables nftables conntrack iputils-ping socat util-linux curl)
 
-missing=()
-for p in "${PACKAGES[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-	echo "install-deps: installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+scripts/install-packages.sh install-deps "${PACKAGES[@]}"
 
 export PATH="$PATH:/usr/local/go/bin"
 GOFLAGS=-mod=mod go mod download
-# The reference plugins the interop tests switch to and from (test/interop):
-# built once here so that the tests, run with GOPROXY=off, find their
-# modules in the cache.
-scripts/reference-plugins.sh "$(mktemp -d)" && echo "install-deps: reference plugins' modules cached"
+# The reference plugins the switch tests (test/e2e) move to and from: built
+# once here so that the tests, run with GOPROXY=off, find their modules in
+# the cache.
+ref=$(mktemp -d)
+scripts/reference-plugins.sh "$ref" && echo "install-deps: reference plugins' modules cached"
+rm -rf "$ref"
 if ! [ -x "$(go env GOPATH)/bin/staticcheck" ]; then
 	echo "install-deps: installing staticcheck"
 	go install honnef.co/go/tools/cmd/staticcheck@v0.8.2

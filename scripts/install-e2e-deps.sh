@@ -7,29 +7,7 @@ set -euo pipefail
 
 PACKAGES=(podman runc conmon busybox-static curl containerd iproute2 nftables util-linux)
 
-missing=()
-for p in "${PACKAGES[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -eq 0 ]; then
-	exit 0
-fi
-if [ "$(id -u)" != 0 ]; then
-	echo "install-e2e-deps: ${missing[*]} missing; run as root to install them" >&2
-	exit 1
-fi
-echo "install-e2e-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-# Keep the packages from starting their services (containerd) while they
-# install: nothing outside the sandbox should run on their behalf.
-policy=/usr/sbin/policy-rc.d
-if [ ! -e "$policy" ]; then
-	printf '#!/bin/sh\nexit 101\n' > "$policy"
-	chmod +x "$policy"
-	trap 'rm -f "$policy"' EXIT
-fi
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+"$(dirname "$0")/install-packages.sh" install-e2e-deps "${PACKAGES[@]}"
 
 # The packages may start containerd on the machine; the tests start their
 # own inside the sandbox and need no daemon outside it.
