@@ -164,6 +164,9 @@ func TestEnsureTwiceDeletesNothing(t *testing.T) {
 		{"nftables_bridge_spoofcheck", KindNFTables, fwtest.BridgeOwner, fwtest.BridgeRules(t)},
 		{"iptables_portmap", KindIPTables, fwtest.PortOwner, fwtest.PortRules(t, func(*PortMaps) {})},
 		{"iptables_bridge", KindIPTables, fwtest.BridgeOwner, fwtest.BridgeRules(t)},
+		{"nftables_icc_off", KindNFTables, fwtest.BridgeOwner, fwtest.IsolationRules(func(i *Isolation) { i.NoICC = true })},
+		{"nftables_isolate_strict", KindNFTables, fwtest.BridgeOwner, fwtest.IsolationRules(func(i *Isolation) { i.Isolate = "strict" })},
+		{"iptables_isolate_icc_off", KindIPTables, fwtest.BridgeOwner, fwtest.IsolationRules(func(i *Isolation) { i.NoICC, i.Isolate = true, "true" })},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

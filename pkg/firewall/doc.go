@@ -1,5 +1,6 @@
 // Package firewall programs the packet-filter rules of attachments: the
-// bridge plugin's masquerade and MAC/IP spoof check, and the portmap
+// bridge plugin's masquerade, MAC/IP spoof check and isolation (icc,
+// isolate), and the portmap
 // plugin's host-port DNAT with hairpin and localhost masquerade.
 //
 // One narrow interface, Backend (Ensure, Remove, Check, GC, Usable), has
@@ -17,6 +18,7 @@
 //	firewall/iptables    the iptables backend: restore payloads, iptables-nft
 //	                     reads and deletes over netlink, the legacy path
 //	firewall/spoofcheck  the bridge-family spoof check, whatever the backend
+//	firewall/isolation   the bridge's icc and isolate, whatever the backend
 //	firewall/reference   the reference plugins' rules, removed by both backends
 //	firewall/nftchain    our nftables tables, maps and owner chains, rendered
 //	                     as an nft script or one netlink batch
@@ -40,8 +42,8 @@
 //
 // # nftables
 //
-// Tables ip/ip6 cnisuite_masq, ip/ip6 cnisuite_portmap and bridge
-// cnisuite_spoofcheck. Base chains dispatch through verdict maps keyed by
+// Tables ip/ip6 cnisuite_masq, ip/ip6 cnisuite_portmap, bridge
+// cnisuite_spoofcheck and bridge/inet cnisuite_isolate. Base chains dispatch through verdict maps keyed by
 // what a packet carries to the owner chains. Each owner rule's comment
 // holds a digest of the rule and the map element it needs: Remove reads the
 // owner's chains over netlink and deletes those elements and the chains. A
@@ -58,8 +60,16 @@
 // Table nat, chains CNIS-MQ-, CNIS-DN- and CNIS-HM-, written with one
 // `iptables-restore --noflush --wait` payload per family; with iptables-nft
 // reads and DEL's deletions go over netlink, in one transaction with the
-// owner's spoof check and the reference plugins' rules. Spoof checks are
-// bridge-family rules and always go through nftables. See package iptables.
+// owner's spoof check and the reference plugins' rules. Spoof checks and
+// isolation (icc, isolate) need the bridge family and always go through
+// nftables. See package iptables.
+//
+// # Network chains
+//
+// Isolation has chains shared by every owner of a network; each owner
+// holds them with jumps from a chain of its own, and Remove and GC delete
+// them only once the kernel's use count shows no owner holds them (package
+// isolation, nftchain.ReleaseNet).
 //
 // # Rules of the reference plugins
 //

@@ -10,7 +10,6 @@ import (
 	"cnisuite/pkg/firewall/iptables"
 	"cnisuite/pkg/firewall/nftables"
 	"cnisuite/pkg/firewall/nftchain"
-	"cnisuite/pkg/firewall/spoofcheck"
 	"cnisuite/pkg/types"
 )
 
@@ -156,8 +155,8 @@ func Render(kind string, o Owner, r Rules) string {
 		return nftables.Script(o, r) + guard
 	}
 	out := iptables.Payloads(o, r) + guard
-	if r.SpoofCheck != nil {
-		out += "# nft\n" + spoofcheck.Script(o, r.SpoofCheck)
+	if nft := iptables.NFTScript(o, r); nft != "" {
+		out += "# nft\n" + nft
 	}
 	return out
 }

@@ -23,6 +23,9 @@ type (
 	SpoofCheck = fwtypes.SpoofCheck
 	// PortMaps forwards host ports to one container (fwtypes.PortMaps).
 	PortMaps = fwtypes.PortMaps
+	// Isolation is the icc and isolate of a bridge attachment
+	// (fwtypes.Isolation).
+	Isolation = fwtypes.Isolation
 	// PortMapping is one forwarded host port (fwtypes.PortMapping).
 	PortMapping = fwtypes.PortMapping
 	// Backend programs the rules of attachments (fwtypes.Backend).
@@ -35,6 +38,12 @@ type (
 const (
 	PluginBridge  = fwtypes.PluginBridge
 	PluginPortmap = fwtypes.PluginPortmap
+)
+
+// Isolate modes of Isolation.Isolate.
+const (
+	IsolateOn     = fwtypes.IsolateOn
+	IsolateStrict = fwtypes.IsolateStrict
 )
 
 // Backend kinds accepted by New.

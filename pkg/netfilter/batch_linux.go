@@ -136,8 +136,17 @@ func (b *Batch) DelRule(t Table, chain string, handle uint64) {
 // AddMap: add map <t> <name> { type <key> : verdict; }, the key given by
 // its datatype number and length.
 func (b *Batch) AddMap(t Table, name string, keyType, keyLen uint32) {
+	b.AddMapUserdata(t, name, keyType, keyLen, nil)
+}
+
+// AddMapUserdata is AddMap with the set's user data (what nft reads back
+// to print the keys, such as their byte order), when not nil.
+func (b *Batch) AddMapUserdata(t Table, name string, keyType, keyLen uint32, udata []byte) {
 	b.setID++
 	b.push(unix.NFT_MSG_NEWSET, netlink.Create, t, encodeAttrs(func(ae *netlink.AttributeEncoder) {
+		if udata != nil {
+			defer ae.Bytes(unix.NFTA_SET_USERDATA, udata)
+		}
 		ae.String(unix.NFTA_SET_TABLE, t.Name)
 		ae.String(unix.NFTA_SET_NAME, name)
 		ae.Uint32(unix.NFTA_SET_FLAGS, unix.NFT_SET_MAP)

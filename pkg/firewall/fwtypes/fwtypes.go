@@ -55,6 +55,29 @@ type Rules struct {
 	Masq       []Masq      // bridge ipMasq
 	SpoofCheck *SpoofCheck // bridge macspoofchk
 	PortMaps   *PortMaps   // portmap
+	Isolation  *Isolation  // bridge icc and isolate
+}
+
+// Isolate modes of Isolation.Isolate.
+const (
+	IsolateOn     = "true"   // no forwarding to or from other isolated bridges
+	IsolateStrict = "strict" // and none to or from anything but the uplinks
+)
+
+// Isolation limits what an attachment's traffic may reach. With NoICC,
+// the containers of Bridge that ask for it cannot reach each other, bridged
+// (frames between their HostIfaces) or routed back through the gateway (to
+// IPs from Bridge). With Isolate, nothing is forwarded between Bridge and
+// the bridges of other isolated networks; IsolateStrict also drops what
+// Bridge forwards to or from any interface but Uplinks. Replies and
+// DNATed (port-mapped) connections always pass.
+type Isolation struct {
+	Bridge    string
+	HostIface string
+	IPs       []net.IP
+	NoICC     bool
+	Isolate   string   // "", IsolateOn, IsolateStrict
+	Uplinks   []string // the node's default-route interfaces (IsolateStrict)
 }
 
 // Masq masquerades traffic from Addr.IP (the container address) whose

@@ -11,7 +11,6 @@ import (
 	"cnisuite/pkg/firewall/fwtypes"
 	"cnisuite/pkg/firewall/nftchain"
 	"cnisuite/pkg/firewall/reference"
-	"cnisuite/pkg/firewall/spoofcheck"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
@@ -19,7 +18,8 @@ import (
 // Backend writes with one `iptables-restore --noflush --wait` payload
 // per family and call, and reads only the owner's own chains
 // (`iptables -t nat -S <chain>`), never the whole table. Spoof checks are
-// bridge-family rules: package spoofcheck writes them with nftables.
+// bridge-family rules, as is the isolation: NFTChains writes them with
+// nftables.
 type Backend struct {
 	v4, v6 ipt
 	// nft is set when iptables is iptables-nft: reads and deletions then
@@ -143,7 +143,7 @@ func (b *Backend) Ensure(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) 
 			return fmt.Errorf("%s: localnet guard: %w", o, err)
 		}
 	}
-	return b.ensureSpoof(ctx, o, r)
+	return b.ensureNFT(ctx, o, r)
 }
 
 func (b *Backend) ensureFamily(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner, t ipt, desired []iptUnit) error {
@@ -194,11 +194,14 @@ func withCompanions(o fwtypes.Owner, existing map[string][]string) map[string][]
 	return existing
 }
 
-func (b *Backend) ensureSpoof(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) error {
-	if r.SpoofCheck == nil {
+// ensureNFT writes the owner's nftables chains, which iptables cannot
+// express: the spoof check and the isolation, in one nftables transaction.
+func (b *Backend) ensureNFT(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) error {
+	chains, skels := NFTChains(o, r)
+	if len(chains) == 0 {
 		return nil
 	}
-	return spoofcheck.Ensure(ctx, o, r.SpoofCheck)
+	return nftchain.Ensure(ctx, o, chains, skels)
 }
 
 // Remove deletes the owner's chains and entries, then the reference

@@ -12,7 +12,6 @@ import (
 
 	"cnisuite/pkg/firewall/fwtypes"
 	"cnisuite/pkg/firewall/nftchain"
-	"cnisuite/pkg/firewall/spoofcheck"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
@@ -38,8 +37,8 @@ func (b *Backend) Check(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) e
 			return fmt.Errorf("%s: %w", o, err)
 		}
 	}
-	if r.SpoofCheck != nil {
-		return spoofcheck.Check(o, r.SpoofCheck)
+	if chains, _ := NFTChains(o, r); len(chains) > 0 {
+		return nftchain.Check(o, chains)
 	}
 	return nil
 }

@@ -17,6 +17,8 @@
 // read is an `iptables -t nat -S <chain>`. GC reads `iptables-save -t nat`
 // once per family.
 //
-// Spoof checks are bridge-family rules, which iptables lacks: package
-// spoofcheck writes them with nftables; the localnet guard is nftchain's.
+// Spoof checks and the isolation of bridge networks are bridge-family (and
+// inet) rules, which iptables lacks: packages spoofcheck and isolation
+// describe them and NFTChains writes them with nftables, in one
+// transaction; the localnet guard is nftchain's.
 package iptables

@@ -8,6 +8,7 @@ import (
 	"github.com/google/nftables/expr"
 
 	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/isolation"
 	"cnisuite/pkg/firewall/nftchain"
 	"cnisuite/pkg/firewall/spoofcheck"
 )
@@ -34,6 +35,11 @@ func Chains(o fwtypes.Owner, r fwtypes.Rules) []nftchain.Chain {
 	}
 	if r.SpoofCheck != nil {
 		add(spoofcheck.Chain(o, r.SpoofCheck))
+	}
+	if r.Isolation != nil {
+		for _, c := range isolation.Chains(o, r.Isolation) {
+			add(c)
+		}
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/nftables/expr"
 
+	"cnisuite/pkg/firewall/isolation"
 	"cnisuite/pkg/firewall/nftchain"
 	"cnisuite/pkg/firewall/spoofcheck"
 )
@@ -30,6 +31,12 @@ func skeleton(t nftchain.Table) nftchain.Skeleton {
 	ip := "ip"
 	if !v4 {
 		ip = "ip6"
+	}
+	switch t {
+	case nftchain.IsoBridge:
+		return isolation.BridgeSkeleton()
+	case nftchain.IsoInet:
+		return isolation.InetSkeleton()
 	}
 	switch t.Name {
 	case nftchain.Masq4.Name:

@@ -76,7 +76,7 @@ func readSkeleton(conn *netfilter.Conn, s Skeleton) (intact, hasRules bool, err 
 func writeSkeleton(b *netfilter.Batch, s Skeleton, rewrite bool) {
 	b.AddTable(s.Table)
 	for _, m := range s.Maps {
-		b.AddMap(s.Table, m.Name, m.keyType(s.Table), m.keyLen(s.Table))
+		b.AddMapUserdata(s.Table, m.Name, m.keyType(s.Table), m.keyLen(s.Table), m.userdata())
 	}
 	for _, c := range s.Chains {
 		var h *netfilter.Hook

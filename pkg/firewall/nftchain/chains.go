@@ -18,12 +18,16 @@ type Table = netfilter.Table
 // named here, whichever layer fills them, so that any layer can remove
 // every chain of an owner (Remove) or of a network (GC).
 var (
-	Masq4  = Table{Family: "ip", Name: "cnisuite_masq"}
-	Masq6  = Table{Family: "ip6", Name: "cnisuite_masq"}
-	Port4  = Table{Family: "ip", Name: "cnisuite_portmap"}
-	Port6  = Table{Family: "ip6", Name: "cnisuite_portmap"}
-	Spoof  = Table{Family: "bridge", Name: "cnisuite_spoofcheck"}
-	Tables = []Table{Masq4, Masq6, Port4, Port6, Spoof}
+	Masq4 = Table{Family: "ip", Name: "cnisuite_masq"}
+	Masq6 = Table{Family: "ip6", Name: "cnisuite_masq"}
+	Port4 = Table{Family: "ip", Name: "cnisuite_portmap"}
+	Port6 = Table{Family: "ip6", Name: "cnisuite_portmap"}
+	Spoof = Table{Family: "bridge", Name: "cnisuite_spoofcheck"}
+	// IsoBridge and IsoInet hold the isolation of bridge networks (icc,
+	// isolate): frames between bridge ports, and forwarded packets.
+	IsoBridge = Table{Family: "bridge", Name: "cnisuite_isolate"}
+	IsoInet   = Table{Family: "inet", Name: "cnisuite_isolate"}
+	Tables    = []Table{Masq4, Masq6, Port4, Port6, Spoof, IsoBridge, IsoInet}
 )
 
 // Owner chain prefixes, one per kind of rule.
@@ -32,6 +36,20 @@ const (
 	PrefixDNAT    = "pm"  // portmap DNAT, in cnisuite_portmap
 	PrefixHairpin = "pmq" // portmap masquerade, in cnisuite_portmap
 	PrefixSpoof   = "sc"  // spoof check, in cnisuite_spoofcheck
+	PrefixICCFrom = "ic"  // icc off: frames from the owner's port, bridge cnisuite_isolate
+	PrefixICCTo   = "icd" // icc off: frames to the owner's port, bridge cnisuite_isolate
+	PrefixICCIP   = "icr" // icc off: routed to the owner's addresses, inet cnisuite_isolate
+	PrefixIsoHold = "ih"  // isolate: the owner's hold on its network's chains
+)
+
+// Network chain prefixes: chains shared by every owner of a network, named
+// after the network alone (NetChainName). Owners hold them with jumps from
+// their PrefixIsoHold chain; the kernel refuses to delete a chain still
+// jumped to, which is how Remove and GC leave them to the last owner.
+const (
+	PrefixIsoFrom = "if" // isolate: forwarded from the network's bridge
+	PrefixIsoTo   = "it" // isolate: forwarded to the bridge from another isolated one
+	PrefixIsoInto = "is" // isolate strict: forwarded to the bridge from a non-uplink
 )
 
 // commentTag starts the comment of every rule we write.
@@ -80,7 +98,7 @@ func ParseComment(c string) (digest string, elem *Elem, ok bool) {
 		if !found {
 			return "", nil, false
 		}
-		if set == "ifaces" {
+		if m, known := Maps[set]; known && len(m.Fields) == 1 && m.Fields[0] == "ifname" {
 			key = `"` + key + `"`
 		}
 		elem = &Elem{Set: set, Key: key}
@@ -91,6 +109,20 @@ func ParseComment(c string) (digest string, elem *Elem, ok bool) {
 // ChainName returns the name of an owner chain of the given kind.
 func ChainName(prefix string, o fwtypes.Owner) string {
 	return prefix + "-" + o.NetHash()[:8] + "-" + o.Hash()[:16]
+}
+
+// NetChainName returns the name of a network chain of the given kind.
+func NetChainName(prefix string, o fwtypes.Owner) string {
+	return prefix + "-" + o.NetHash()[:8]
+}
+
+// NetChains lists every network chain of the owner's network.
+func NetChains(o fwtypes.Owner) []Chain {
+	return []Chain{
+		{Table: IsoInet, Name: NetChainName(PrefixIsoFrom, o)},
+		{Table: IsoInet, Name: NetChainName(PrefixIsoTo, o)},
+		{Table: IsoInet, Name: NetChainName(PrefixIsoInto, o)},
+	}
 }
 
 // netPrefix returns the common start of the names of a network's chains.
@@ -108,11 +140,15 @@ func OwnerChains(o fwtypes.Owner) []Chain {
 		{Table: Port6, Name: ChainName(PrefixDNAT, o)},
 		{Table: Port6, Name: ChainName(PrefixHairpin, o)},
 		{Table: Spoof, Name: ChainName(PrefixSpoof, o)},
+		{Table: IsoBridge, Name: ChainName(PrefixICCFrom, o)},
+		{Table: IsoBridge, Name: ChainName(PrefixICCTo, o)},
+		{Table: IsoInet, Name: ChainName(PrefixICCIP, o)},
+		{Table: IsoInet, Name: ChainName(PrefixIsoHold, o)},
 	}
 }
 
 func isNetChain(name, plugin, network string) bool {
-	for _, p := range []string{PrefixMasq, PrefixDNAT, PrefixHairpin, PrefixSpoof} {
+	for _, p := range []string{PrefixMasq, PrefixDNAT, PrefixHairpin, PrefixSpoof, PrefixICCFrom, PrefixICCTo, PrefixICCIP, PrefixIsoHold} {
 		if strings.HasPrefix(name, netPrefix(p, plugin, network)) {
 			return true
 		}

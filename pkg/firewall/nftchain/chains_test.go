@@ -18,6 +18,9 @@ func TestElemKeys(t *testing.T) {
 		{Port4, Elem{Set: "hostip_ports", Key: "192.0.2.10 . udp . 53"}, "c000020a" + "11000000" + "00350000"},
 		{Port6, Elem{Set: "hairpins", Key: "fd00::2 . sctp . 80"}, "fd000000000000000000000000000002" + "84000000" + "00500000"},
 		{Spoof, Elem{Set: "ifaces", Key: `"veth1"`}, "7665746831" + strings.Repeat("00", 11)},
+		{IsoBridge, Elem{Set: "icc_to", Key: `"veth1"`}, "7665746831" + strings.Repeat("00", 11)},
+		{IsoInet, Elem{Set: "icc_addrs4", Key: "10.88.0.2"}, "0a580002"},
+		{IsoInet, Elem{Set: "icc_addrs6", Key: "fd00::2"}, "fd000000000000000000000000000002"},
 	}
 	for _, tc := range tests {
 		got, err := ElemKey(tc.table, tc.el)
@@ -27,6 +30,9 @@ func TestElemKeys(t *testing.T) {
 	}
 	if _, err := ElemKey(Port4, Elem{Set: "ports", Key: "tcp . 99999"}); err == nil {
 		t.Error("nftElemKey accepted port 99999")
+	}
+	if _, err := ElemKey(IsoInet, Elem{Set: "icc_addrs4", Key: "fd00::2"}); err == nil {
+		t.Error("ElemKey put an IPv6 address in icc_addrs4")
 	}
 }
 
@@ -54,6 +60,14 @@ func TestParseNFTComment(t *testing.T) {
 	d, el, ok := ParseComment(r.Comment())
 	if !ok || el == nil || *el != *r.Elem || len(d) != 8 {
 		t.Errorf("ParseComment(%q) = %q, %v, %v", r.Comment(), d, el, ok)
+	}
+	// Interface keys go bare into comments and come back quoted, in every
+	// map keyed by interface name.
+	for _, set := range []string{"ifaces", "icc_from", "icc_to", "iso_from", "iso_to", "iso_into"} {
+		r := Rule{Text: "drop", Elem: &Elem{Set: set, Key: `"cni0"`}}
+		if _, el, ok := ParseComment(r.Comment()); !ok || el == nil || *el != *r.Elem {
+			t.Errorf("ParseComment(%q) = %v, %v, want %v", r.Comment(), el, ok, *r.Elem)
+		}
 	}
 	if _, _, ok := ParseComment("ctr1"); ok {
 		t.Errorf("ParseComment(%q) accepted a foreign comment", "ctr1")

@@ -19,6 +19,8 @@ var keyTypes = map[string]struct {
 	"proto":   {12, 12, 1},
 	"service": {13, 13, 2},
 	"ifname":  {41, 41, 16},
+	"addr4":   {7, 7, 4}, // an IPv4 address in a table of any family
+	"addr6":   {8, 8, 16},
 }
 
 // Map is a verdict map; Fields name the datatypes of its key.
@@ -35,11 +37,19 @@ var Maps = map[string]Map{
 	"hostip_ports": {"hostip_ports", []string{"addr", "proto", "service"}},
 	"hairpins":     {"hairpins", []string{"addr", "proto", "service"}},
 	"ifaces":       {"ifaces", []string{"ifname"}},
+	"icc_from":     {"icc_from", []string{"ifname"}},
+	"icc_to":       {"icc_to", []string{"ifname"}},
+	"icc_addrs4":   {"icc_addrs4", []string{"addr4"}},
+	"icc_addrs6":   {"icc_addrs6", []string{"addr6"}},
+	"iso_from":     {"iso_from", []string{"ifname"}},
+	"iso_to":       {"iso_to", []string{"ifname"}},
+	"iso_into":     {"iso_into", []string{"ifname"}},
 }
 
 var typeNames = map[string][2]string{
 	"addr": {"ipv4_addr", "ipv6_addr"}, "proto": {"inet_proto", "inet_proto"},
 	"service": {"inet_service", "inet_service"}, "ifname": {"ifname", "ifname"},
+	"addr4": {"ipv4_addr", "ipv4_addr"}, "addr6": {"ipv6_addr", "ipv6_addr"},
 }
 
 func fieldSize(t Table, f string) uint32 {
@@ -50,6 +60,16 @@ func fieldSize(t Table, f string) uint32 {
 		return 4
 	}
 	return keyTypes[f].size
+}
+
+// userdata is what nft stores with a map keyed by an interface name and
+// needs to print its keys: their byte order (NFTNL_UDATA_SET_KEYBYTEORDER,
+// BYTEORDER_HOST_ENDIAN). nil for other maps, whose keys nft prints without.
+func (m Map) userdata() []byte {
+	if len(m.Fields) != 1 || m.Fields[0] != "ifname" {
+		return nil
+	}
+	return append([]byte{0, 4}, binary.NativeEndian.AppendUint32(nil, 1)...)
 }
 
 // text is the map's type as nft writes it.
@@ -129,6 +149,12 @@ func fieldBytes(t Table, f, s string) ([]byte, error) {
 			return nil, fmt.Errorf("%q is not an address of family %s", s, t.Family)
 		}
 		return FamIP(t.Family == "ip", ip), nil
+	case "addr4", "addr6":
+		ip := net.ParseIP(s)
+		if ip == nil || (f == "addr4") != fwtypes.IsV4(ip) {
+			return nil, fmt.Errorf("%q is not an address of type %s", s, f)
+		}
+		return FamIP(f == "addr4", ip), nil
 	case "proto":
 		p, ok := ProtoNumbers[s]
 		if !ok {

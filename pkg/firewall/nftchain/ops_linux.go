@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"cnisuite/pkg/firewall/fwtypes"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
@@ -30,11 +32,13 @@ func Ensure(ctx context.Context, o fwtypes.Owner, desired []Chain, skels []Skele
 		return types.Errorf(types.ErrIO, "%w", err)
 	}
 	defer conn.Close()
-	existing, err := ReadChains(conn, OwnerChains(o))
-	if err != nil {
-		return err
-	}
 	for _, safe := range []bool{false, true} {
+		// Read again before the second try: a network chain may have gone
+		// with its network's last other owner.
+		var existing []Existing
+		if existing, err = ReadChains(conn, readList(o, desired)); err != nil {
+			return err
+		}
 		batch := &netfilter.Batch{}
 		if err = EnsureSkeletons(conn, batch, skels); err != nil {
 			return err
@@ -73,11 +77,21 @@ func EnsureGuard() error {
 // ensureScript is Ensure through nft -f -, for rules with user conditions
 // or spoof checks, whose kernel form only nft builds.
 func ensureScript(ctx context.Context, o fwtypes.Owner, desired []Chain, skels []Skeleton) error {
+	err := ensureScriptOnce(ctx, o, desired, skels)
+	if err != nil && !errors.Is(err, fwtypes.ErrConflict) {
+		// A network chain may have gone with its network's last other
+		// owner between our read and our write: read and write again.
+		err = ensureScriptOnce(ctx, o, desired, skels)
+	}
+	return err
+}
+
+func ensureScriptOnce(ctx context.Context, o fwtypes.Owner, desired []Chain, skels []Skeleton) error {
 	conn, err := netfilter.Dial()
 	if err != nil {
 		return types.Errorf(types.ErrIO, "%w", err)
 	}
-	existing, err := ReadChains(conn, OwnerChains(o))
+	existing, err := ReadChains(conn, readList(o, desired))
 	intact := map[Table]bool{} // non-nil: identical chains keep their rules
 	for _, s := range skels {
 		if err == nil {
@@ -109,7 +123,57 @@ func ensureScript(ctx context.Context, o fwtypes.Owner, desired []Chain, skels [
 // conn: the reference plugins' rules). When that fails (an element or a
 // rule went away behind our back), it deletes the owner's chains in the
 // safe form, then the rest again.
+//
+// Then it deletes the network chains of the owner's network that no owner
+// holds any more (ReleaseNet).
 func Remove(conn *netfilter.Conn, o fwtypes.Owner, extra *netfilter.Batch, also func(*netfilter.Batch) error) error {
+	return errors.Join(removeOwner(conn, o, extra, also), ReleaseNet(conn, o))
+}
+
+// readList is what Ensure reads: every chain the owner may have, and the
+// network chains it wants (never others: Ensure would delete them).
+func readList(o fwtypes.Owner, desired []Chain) []Chain {
+	out := OwnerChains(o)
+	for _, n := range NetChains(o) {
+		for _, c := range desired {
+			if c.ID() == n.ID() {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// ReleaseNet deletes the network chains of o's network, with their map
+// elements, in one transaction that the kernel refuses (EBUSY) while any
+// owner's hold chain still jumps to one of them: then they stay.
+func ReleaseNet(conn *netfilter.Conn, o fwtypes.Owner) error {
+	existing, err := ReadChains(conn, NetChains(o))
+	if err != nil || len(existing) == 0 {
+		return err
+	}
+	batch := &netfilter.Batch{}
+	for _, e := range existing {
+		// The use count is the chain's rules plus what leads to it: its map
+		// elements, and the owners' jumps. Looked at first, since a
+		// deleting transaction, even a failed one, costs the socket's close
+		// a grace period.
+		_, use, err := conn.ChainUse(e.Table.Proto(), e.Table.Name, e.Name)
+		if err != nil {
+			return types.Errorf(types.ErrIO, "%w", err)
+		}
+		if int(use) > len(e.Comments)+len(e.Elems()) {
+			continue // held by an owner
+		}
+		RemoveChain(batch, e, true)
+	}
+	if err := conn.Apply(batch); err != nil && !errors.Is(err, unix.EBUSY) {
+		return types.Errorf(types.ErrIO, "network chains of %q: %w", o.Network, err)
+	}
+	return nil
+}
+
+func removeOwner(conn *netfilter.Conn, o fwtypes.Owner, extra *netfilter.Batch, also func(*netfilter.Batch) error) error {
 	existing, err := ReadChains(conn, OwnerChains(o))
 	if err != nil {
 		return err
@@ -186,7 +250,7 @@ func GC(plugin, network string, keep []fwtypes.Owner) error {
 	if err := conn.Apply(batch); err != nil {
 		return types.Errorf(types.ErrIO, "GC of network %q: %w", network, err)
 	}
-	return nil
+	return ReleaseNet(conn, fwtypes.Owner{Plugin: plugin, Network: network})
 }
 
 // RunScript applies a script as one transaction: nft -f -.

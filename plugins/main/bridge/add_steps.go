@@ -117,7 +117,7 @@ func (at *attach) firewall(ctx context.Context) error {
 // installRules installs the rules r, computed beforehand so that it reads
 // nothing that steps running at the same time change.
 func (at *attach) installRules(ctx context.Context, r fwRules) error {
-	if r.Masq == nil && r.SpoofCheck == nil {
+	if r.Masq == nil && r.SpoofCheck == nil && r.Isolation == nil {
 		return nil
 	}
 	fw, err := at.rules(ctx)
@@ -126,7 +126,7 @@ func (at *attach) installRules(ctx context.Context, r fwRules) error {
 	}
 	o := at.owner()
 	if err := fw.Ensure(ctx, o, r); err != nil {
-		return fmt.Errorf("ipMasq/macspoofchk rules: %w", err)
+		return fmt.Errorf("ipMasq/macspoofchk/icc/isolate rules: %w", err)
 	}
 	at.undo.Push("firewall rules", func() error { return fw.Remove(context.WithoutCancel(ctx), o) })
 	return nil
@@ -140,6 +140,13 @@ func (at *attach) desiredRules() (fwRules, error) {
 		for _, n := range at.resultNets() {
 			r.Masq = append(r.Masq, fwMasq{Addr: *n})
 		}
+	}
+	if at.conf.isolates() {
+		iso, err := at.desiredIsolation()
+		if err != nil {
+			return r, err
+		}
+		r.Isolation = iso
 	}
 	if !at.conf.MacSpoofChk {
 		return r, nil

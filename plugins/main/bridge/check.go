@@ -182,7 +182,7 @@ func (at *attach) checkContainer(context.Context) error {
 
 func (at *attach) checkRules(ctx context.Context) error {
 	r, err := at.desiredRules()
-	if err != nil || (r.Masq == nil && r.SpoofCheck == nil) {
+	if err != nil || (r.Masq == nil && r.SpoofCheck == nil && r.Isolation == nil) {
 		return err
 	}
 	fw, err := at.rules(ctx)

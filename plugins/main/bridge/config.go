@@ -38,6 +38,10 @@ type NetConf struct {
 	EnableDad                 bool         `json:"enabledad"`
 	DisableContainerInterface bool         `json:"disableContainerInterface"`
 	PortIsolation             bool         `json:"portIsolation"`
+	// ICC (bool) and Isolate (false, true or "strict") are decoded by
+	// validateIsolation into noICC and isolateMode.
+	ICC     json.RawMessage `json:"icc,omitempty"`
+	Isolate json.RawMessage `json:"isolate,omitempty"`
 
 	Args struct {
 		Cni struct {
@@ -54,6 +58,9 @@ type NetConf struct {
 	trunkIDs []int
 	// mac is the container MAC chosen from CNI_ARGS, args and runtimeConfig.
 	mac net.HardwareAddr
+	// noICC is icc false; isolateMode is "", "true" or "strict".
+	noICC       bool
+	isolateMode string
 }
 
 // TrunkEntry is one element of vlanTrunk: a single id or a minID..maxID range.
@@ -102,8 +109,21 @@ func (c *NetConf) backend() string {
 	return *c.IPMasqBackend
 }
 
+// selfType is the plugin type of this binary as a configuration names it.
+const selfType = "bridge"
+
+// validateIPAMType refuses this plugin as its own IPAM plugin: it would hand
+// the same configuration to itself, each level starting the next, without
+// end (test/fuzz found DEL and STATUS starting ~90 processes a second).
+func validateIPAMType(t string) error {
+	if t == selfType {
+		return types.Errorf(types.ErrInvalidConfig, "ipam.type %q: the bridge plugin cannot be its own IPAM plugin", t)
+	}
+	return nil
+}
+
 func (c *NetConf) validate() error {
-	errs := []error{types.ValidateLinkName("bridge", c.BrName), c.validateVlans(), c.validateExpressible()}
+	errs := []error{types.ValidateLinkName("bridge", c.BrName), c.validateVlans(), c.validateExpressible(), c.validateIsolation()}
 	invalid := func(format string, a ...any) {
 		errs = append(errs, types.Errorf(types.ErrInvalidConfig, format, a...))
 	}
@@ -113,6 +133,7 @@ func (c *NetConf) validate() error {
 	if c.DisableContainerInterface && c.hasIPAM() {
 		invalid("disableContainerInterface: cannot use IPAM (ipam.type %q) when the container interface is left down", c.IPAM.Type)
 	}
+	errs = append(errs, validateIPAMType(c.IPAM.Type))
 	if c.MTU < 0 || c.MTU > 65535 || (c.MTU > 0 && c.MTU < 68) {
 		invalid("mtu %d: must be 0 (kernel default) or between 68 and 65535", c.MTU)
 	}

@@ -53,6 +53,31 @@ func TestLoadConf(t *testing.T) {
 				t.Errorf("conf = %+v", c)
 			}
 		}},
+		{"icc and isolate absent", `{"cniVersion":"1.0.0","name":"n"}`, "", func(t *testing.T, c *NetConf) {
+			if c.noICC || c.isolateMode != "" || c.isolates() {
+				t.Errorf("noICC = %v, isolateMode = %q, want false, \"\"", c.noICC, c.isolateMode)
+			}
+		}},
+		{"icc true isolate false", `{"cniVersion":"1.0.0","name":"n","icc":true,"isolate":false}`, "", func(t *testing.T, c *NetConf) {
+			if c.noICC || c.isolateMode != "" || c.isolates() {
+				t.Errorf("noICC = %v, isolateMode = %q, want false, \"\"", c.noICC, c.isolateMode)
+			}
+		}},
+		{"icc false", `{"cniVersion":"1.0.0","name":"n","icc":false}`, "", func(t *testing.T, c *NetConf) {
+			if !c.noICC || c.isolateMode != "" {
+				t.Errorf("noICC = %v, isolateMode = %q, want true, \"\"", c.noICC, c.isolateMode)
+			}
+		}},
+		{"isolate true", `{"cniVersion":"1.0.0","name":"n","isolate":true}`, "", func(t *testing.T, c *NetConf) {
+			if c.noICC || c.isolateMode != "true" {
+				t.Errorf("noICC = %v, isolateMode = %q, want false, \"true\"", c.noICC, c.isolateMode)
+			}
+		}},
+		{"isolate strict", `{"cniVersion":"1.0.0","name":"n","isolate":"strict"}`, "", func(t *testing.T, c *NetConf) {
+			if c.isolateMode != "strict" {
+				t.Errorf("isolateMode = %q, want \"strict\"", c.isolateMode)
+			}
+		}},
 		{"one range per family at 0.2.0", `{"cniVersion":"0.2.0","name":"n","ipam":{"type":"host-local","ranges":[[{"subnet":"10.1.0.0/24"}],[{"subnet":"fd00::/64"}]]}}`, "", func(*testing.T, *NetConf) {}},
 	}
 	for _, tt := range tests {
@@ -105,6 +130,15 @@ func TestLoadConfErrors(t *testing.T) {
 		{"layer 2 at 0.2.0", `{"cniVersion":"0.2.0","name":"n","ipam":{}}`, "", types.ErrIncompatibleVersion, []string{"layer 2", "0.2.0"}},
 		{"two IPv4 ranges at 0.1.0", `{"cniVersion":"0.1.0","name":"n","ipam":{"type":"host-local","ranges":[[{"subnet":"10.1.0.0/24"}],[{"subnet":"10.2.0.0/24"}]]}}`, "", types.ErrIncompatibleVersion, []string{"2 IPv4 ranges", "0.1.0"}},
 		{"several problems at once", `{"cniVersion":"1.0.0","name":"n","vlan":5000,"mtu":1}`, "", types.ErrInvalidConfig, []string{"invalid VLAN ID 5000", "mtu 1"}},
+		{"icc as a string", `{"cniVersion":"1.0.0","name":"n","icc":"false"}`, "", types.ErrInvalidConfig, []string{`icc "false"`, "true or false"}},
+		{"icc null", `{"cniVersion":"1.0.0","name":"n","icc":null}`, "", types.ErrInvalidConfig, []string{"icc null"}},
+		{"icc as a number", `{"cniVersion":"1.0.0","name":"n","icc":0}`, "", types.ErrInvalidConfig, []string{"icc 0"}},
+		{"isolate unknown word", `{"cniVersion":"1.0.0","name":"n","isolate":"loose"}`, "", types.ErrInvalidConfig, []string{`isolate "loose"`, `"strict"`}},
+		{"isolate as a string true", `{"cniVersion":"1.0.0","name":"n","isolate":"true"}`, "", types.ErrInvalidConfig, []string{`isolate "true"`}},
+		{"isolate strict in capitals", `{"cniVersion":"1.0.0","name":"n","isolate":"STRICT"}`, "", types.ErrInvalidConfig, []string{`isolate "STRICT"`}},
+		{"isolate null", `{"cniVersion":"1.0.0","name":"n","isolate":null}`, "", types.ErrInvalidConfig, []string{"isolate null"}},
+		{"isolate object", `{"cniVersion":"1.0.0","name":"n","isolate":{}}`, "", types.ErrInvalidConfig, []string{"isolate {}"}},
+		{"icc and isolate both wrong with mtu", `{"cniVersion":"1.0.0","name":"n","icc":"no","isolate":1,"mtu":1}`, "", types.ErrInvalidConfig, []string{`icc "no"`, "isolate 1", "mtu 1"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.ReplaceAll(tt.name, " ", "_"), func(t *testing.T) {

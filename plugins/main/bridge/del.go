@@ -58,6 +58,9 @@ func loadDelConf(data []byte, stderr io.Writer) (*NetConf, error) {
 	if err := types.ValidateLinkName("bridge", conf.BrName); err != nil {
 		return nil, err
 	}
+	if err := validateIPAMType(conf.IPAM.Type); err != nil {
+		return nil, err
+	}
 	if conf.CNIVersion == "" {
 		conf.CNIVersion = "0.1.0"
 	}
@@ -137,7 +140,7 @@ func (at *attach) deleteHostPort(name string) error {
 // whatever backend (ours or the reference plugin's) made them.
 func (at *attach) removeRules(ctx context.Context) error {
 	c := at.conf
-	if !(c.IPMasq && c.hasIPAM()) && !c.MacSpoofChk {
+	if !(c.IPMasq && c.hasIPAM()) && !c.MacSpoofChk && !c.mayHaveIsolated() {
 		return nil
 	}
 	fw, err := at.rules(ctx)

@@ -34,9 +34,10 @@ func fakeAttach(t *testing.T, conf string, fw *firewall.Fake) *attach {
 
 func TestFirewallRulesGolden(t *testing.T) {
 	confs := map[string]string{
-		"masq":       `{"cniVersion":"1.0.0","name":"l3net","ipMasq":true,"ipam":{"type":"host-local"}}`,
-		"spoofcheck": `{"cniVersion":"1.0.0","name":"l3net","macspoofchk":true,"ipam":{"type":"host-local"}}`,
-		"both":       `{"cniVersion":"1.0.0","name":"l3net","ipMasq":true,"macspoofchk":true,"ipam":{"type":"host-local"}}`,
+		"masq":        `{"cniVersion":"1.0.0","name":"l3net","ipMasq":true,"ipam":{"type":"host-local"}}`,
+		"spoofcheck":  `{"cniVersion":"1.0.0","name":"l3net","macspoofchk":true,"ipam":{"type":"host-local"}}`,
+		"both":        `{"cniVersion":"1.0.0","name":"l3net","ipMasq":true,"macspoofchk":true,"ipam":{"type":"host-local"}}`,
+		"icc_isolate": `{"cniVersion":"1.0.0","name":"l3net","ipMasq":true,"icc":false,"isolate":true,"ipam":{"type":"host-local"}}`,
 	}
 	for name, conf := range confs {
 		for _, kind := range []string{firewall.KindNFTables, firewall.KindIPTables} {

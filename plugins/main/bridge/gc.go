@@ -29,7 +29,7 @@ func (p *plugin) cmdGC(ctx context.Context, a *skel.CmdArgs) error {
 	for _, v := range conf.GCAttachments() {
 		keep = append(keep, fwOwner{Plugin: pluginBridge, Network: conf.Name, ContainerID: v.ContainerID, IfName: v.IfName})
 	}
-	if (conf.IPMasq && conf.hasIPAM()) || conf.MacSpoofChk {
+	if (conf.IPMasq && conf.hasIPAM()) || conf.MacSpoofChk || conf.mayHaveIsolated() {
 		fw, err := p.newRules(ctx, conf.backend())
 		if err != nil {
 			return errors.Join(append(errs, err)...)

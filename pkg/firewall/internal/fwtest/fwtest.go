@@ -105,7 +105,20 @@ func RuleCases(t testing.TB) []Case {
 		})},
 		{"portmap_markbit", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.MarkBit = 5 })},
 		{"portmap_external_mark", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.ExternalSetMarkChain = "KUBE-MARK-MASQ" })},
+		{"icc_off", BridgeOwner, IsolationRules(func(i *fwtypes.Isolation) { i.NoICC = true })},
+		{"isolate", BridgeOwner, IsolationRules(func(i *fwtypes.Isolation) { i.Isolate = fwtypes.IsolateOn })},
+		{"isolate_strict_icc_off", BridgeOwner, IsolationRules(func(i *fwtypes.Isolation) {
+			i.NoICC, i.Isolate, i.Uplinks = true, fwtypes.IsolateStrict, []string{"eth1", "eth0"}
+		})},
 	}
+}
+
+// IsolationRules returns a dual-stack attachment's isolation, changed by mod.
+func IsolationRules(mod func(*fwtypes.Isolation)) fwtypes.Rules {
+	iso := &fwtypes.Isolation{Bridge: "cni0", HostIface: "veth1234",
+		IPs: []net.IP{net.ParseIP("10.88.0.2"), net.ParseIP("fd00:88::2")}}
+	mod(iso)
+	return fwtypes.Rules{Isolation: iso}
 }
 
 // InNS runs fn inside a fresh network namespace, so each test starts from
@@ -150,7 +163,7 @@ func RulesetHandles(t testing.TB) string {
 func AssertNoOwnerRules(t testing.TB) {
 	t.Helper()
 	rs := Ruleset(t)
-	for _, marker := range []string{"cnisuite 0", "CNIS-", "jump pm", "jump mq", "jump sc", "jump pmq"} {
+	for _, marker := range []string{"cnisuite 0", "CNIS-", "jump pm", "jump mq", "jump sc", "jump pmq", "jump ic", "jump ih", "jump if-"} {
 		if strings.Contains(rs, marker) {
 			t.Errorf("ruleset still holds %q:\n%s", marker, rs)
 			return

@@ -1,0 +1,162 @@
+// Package isolation is the isolation of bridge networks (the bridge
+// plugin's icc and isolate keys), whatever backend writes the other rules:
+// the bridged half needs the bridge family, which iptables lacks, so all of
+// it is nftables, in two tables named cnisuite_isolate:
+//
+//   - bridge: frames between two ports of a bridge. With icc off, an
+//     owner's port is a key of both maps icc_from and icc_to, so a frame
+//     from one such port to another is dropped, with or without
+//     br_netfilter.
+//   - inet: forwarded packets (base chain forward). Replies and DNATed
+//     (port-mapped) connections are accepted first. With icc off, packets
+//     routed from the bridge back to an owner's address are dropped (map
+//     icc_addrs4/6). With isolate, the network's chain (map iso_from,
+//     keyed by its bridge) sends packets leaving the bridge for another
+//     isolated bridge to that bridge's drop chain (map iso_to); "strict"
+//     also drops what the bridge forwards to or receives from any interface
+//     but itself and the node's uplinks (map iso_into).
+//
+// The per-bridge chains are network chains (nftchain.NetChainName), shared
+// by the network's owners; each owner holds them with jumps from its own
+// chain ih-…, so that the kernel refuses to delete them until the
+// network's last owner is gone (nftchain.ReleaseNet).
+//
+// The nftables backend writes Chains in its own transaction; the iptables
+// backend calls Ensure and Check. Removal and GC are nftchain's, with every
+// other chain of the owner.
+package isolation
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/google/nftables/expr"
+
+	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/nftchain"
+)
+
+// Chains returns the owner chains and the network chains iso needs.
+func Chains(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
+	var out []nftchain.Chain
+	if iso.NoICC {
+		out = append(out, iccChains(o, iso)...)
+	}
+	if iso.Isolate != "" {
+		out = append(out, isolateChains(o, iso)...)
+	}
+	return out
+}
+
+// iccChains drop frames between the owner's port and the port of any other
+// owner with icc off, and packets routed from the bridge to its addresses.
+func iccChains(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
+	port := quote(iso.HostIface)
+	from := nftchain.Chain{Table: nftchain.IsoBridge, Name: nftchain.ChainName(nftchain.PrefixICCFrom, o), Rules: []nftchain.Rule{{
+		Text: "oifname vmap @icc_to", Elem: &nftchain.Elem{Set: "icc_from", Key: port},
+		Exprs: nftchain.Vmap("icc_to", &expr.Meta{Key: expr.MetaKeyOIFNAME, Register: nftchain.Reg1}),
+	}}}
+	to := nftchain.Chain{Table: nftchain.IsoBridge, Name: nftchain.ChainName(nftchain.PrefixICCTo, o), Rules: []nftchain.Rule{{
+		Text: "drop", Elem: &nftchain.Elem{Set: "icc_to", Key: port}, Exprs: verdict(expr.VerdictDrop, ""),
+	}}}
+	out := []nftchain.Chain{from, to}
+	routed := nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.ChainName(nftchain.PrefixICCIP, o)}
+	for _, ip := range iso.IPs {
+		set := "icc_addrs6"
+		if fwtypes.IsV4(ip) {
+			set = "icc_addrs4"
+		}
+		routed.Rules = append(routed.Rules, nftchain.Rule{
+			Text: "iifname " + quote(iso.Bridge) + " drop", Elem: &nftchain.Elem{Set: set, Key: ip.String()},
+			Exprs: nftchain.Concat(ifname(expr.MetaKeyIIFNAME, expr.CmpOpEq, iso.Bridge), verdict(expr.VerdictDrop, "")),
+		})
+	}
+	if len(routed.Rules) > 0 {
+		out = append(out, routed)
+	}
+	return out
+}
+
+// isolateChains are the network chains of the owner's bridge and the
+// owner's hold on them.
+func isolateChains(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
+	br := quote(iso.Bridge)
+	fromElem := &nftchain.Elem{Set: "iso_from", Key: br}
+	from := nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.NetChainName(nftchain.PrefixIsoFrom, o)}
+	to := nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.NetChainName(nftchain.PrefixIsoTo, o), Rules: []nftchain.Rule{{
+		Text: "drop", Elem: &nftchain.Elem{Set: "iso_to", Key: br}, Exprs: verdict(expr.VerdictDrop, ""),
+	}}}
+	var into *nftchain.Chain
+	if iso.Isolate == fwtypes.IsolateStrict {
+		allowed := allowedSet(iso)
+		// Anonymous sets: only nft builds these rules.
+		from.Rules = append(from.Rules, nftchain.Rule{Text: "oifname != " + allowed + " drop", Elem: fromElem})
+		into = &nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.NetChainName(nftchain.PrefixIsoInto, o), Rules: []nftchain.Rule{{
+			Text: "iifname != " + allowed + " drop", Elem: &nftchain.Elem{Set: "iso_into", Key: br},
+		}}}
+	}
+	from.Rules = append(from.Rules, nftchain.Rule{
+		Text: "oifname != " + br + " oifname vmap @iso_to", Elem: fromElem,
+		Exprs: append(ifname(expr.MetaKeyOIFNAME, expr.CmpOpNeq, iso.Bridge),
+			nftchain.Vmap("iso_to", &expr.Meta{Key: expr.MetaKeyOIFNAME, Register: nftchain.Reg1})...),
+	})
+	shared := []nftchain.Chain{from, to}
+	if into != nil {
+		shared = append(shared, *into)
+	}
+	hold := nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.ChainName(nftchain.PrefixIsoHold, o)}
+	for _, c := range shared {
+		hold.Rules = append(hold.Rules, nftchain.Rule{Text: "jump " + c.Name, Exprs: verdict(expr.VerdictJump, c.Name)})
+	}
+	return append(shared, hold)
+}
+
+// allowedSet is the bridge and the uplinks, as an nft anonymous set.
+func allowedSet(iso *fwtypes.Isolation) string {
+	names := map[string]bool{iso.Bridge: true}
+	for _, u := range iso.Uplinks {
+		names[u] = true
+	}
+	var quoted []string
+	for n := range names {
+		quoted = append(quoted, quote(n))
+	}
+	sort.Strings(quoted)
+	return "{ " + strings.Join(quoted, ", ") + " }"
+}
+
+func quote(name string) string { return `"` + name + `"` }
+
+// ifname: iifname/oifname <op> "<name>", as nft linearizes it.
+func ifname(key expr.MetaKey, op expr.CmpOp, name string) []expr.Any {
+	data := []byte(name)
+	if len(data) < 16 { // validated names are shorter
+		data = append(data, make([]byte, 16-len(data))...)
+	}
+	return []expr.Any{
+		&expr.Meta{Key: key, Register: nftchain.Reg1},
+		&expr.Cmp{Op: op, Register: nftchain.Reg1, Data: data},
+	}
+}
+
+func verdict(kind expr.VerdictKind, chain string) []expr.Any {
+	return []expr.Any{&expr.Verdict{Kind: kind, Chain: chain}}
+}
+
+// Script returns the nft script writing iso on a node with none of it yet:
+// what the iptables backend runs there (and golden files hold).
+func Script(o fwtypes.Owner, iso *fwtypes.Isolation) string {
+	return nftchain.Script(Chains(o, iso), nil, Skeletons(), nil)
+}
+
+// Ensure writes the owner's isolation in one transaction, leaving in place
+// what already is.
+func Ensure(ctx context.Context, o fwtypes.Owner, iso *fwtypes.Isolation) error {
+	return nftchain.Ensure(ctx, o, Chains(o, iso), Skeletons())
+}
+
+// Check returns fwtypes.ErrMissing when a rule of iso is not in place.
+func Check(o fwtypes.Owner, iso *fwtypes.Isolation) error {
+	return nftchain.Check(o, Chains(o, iso))
+}
