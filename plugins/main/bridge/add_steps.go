@@ -8,6 +8,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/types"
 )
@@ -116,7 +117,7 @@ func (at *attach) firewall(ctx context.Context) error {
 
 // installRules installs the rules r, computed beforehand so that it reads
 // nothing that steps running at the same time change.
-func (at *attach) installRules(ctx context.Context, r fwRules) error {
+func (at *attach) installRules(ctx context.Context, r firewall.Rules) error {
 	if r.Masq == nil && r.SpoofCheck == nil && r.Isolation == nil {
 		return nil
 	}
@@ -134,11 +135,11 @@ func (at *attach) installRules(ctx context.Context, r fwRules) error {
 
 // desiredRules returns the firewall rules the configuration asks for, from
 // the result being built (ADD) or the prevResult (CHECK).
-func (at *attach) desiredRules() (fwRules, error) {
-	var r fwRules
+func (at *attach) desiredRules() (firewall.Rules, error) {
+	var r firewall.Rules
 	if at.conf.IPMasq && at.conf.hasIPAM() {
 		for _, n := range at.resultNets() {
-			r.Masq = append(r.Masq, fwMasq{Addr: *n})
+			r.Masq = append(r.Masq, firewall.Masq{Addr: *n})
 		}
 	}
 	if at.conf.isolates() {
@@ -159,7 +160,7 @@ func (at *attach) desiredRules() (fwRules, error) {
 	if err != nil {
 		return r, types.Errorf(types.ErrInvalidConfig, "macspoofchk: container MAC %q: %w", c.Mac, err)
 	}
-	sc := &fwSpoofCheck{HostIface: at.res.Interfaces[ifHost].Name, MAC: mac}
+	sc := &firewall.SpoofCheck{HostIface: at.res.Interfaces[ifHost].Name, MAC: mac}
 	for _, ip := range at.res.IPs {
 		sc.IPs = append(sc.IPs, ip.Address.IP)
 	}

@@ -6,18 +6,13 @@ import (
 	"fmt"
 	"net"
 
+	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/types"
 )
 
 // defaultBridge is the bridge name when the configuration gives none.
 const defaultBridge = "cni0"
-
-// Masquerade backends accepted by ipMasqBackend.
-const (
-	backendIPTables = "iptables"
-	backendNFTables = "nftables"
-)
 
 // NetConf is the bridge plugin's network configuration.
 type NetConf struct {
@@ -138,9 +133,9 @@ func (c *NetConf) validate() error {
 		invalid("mtu %d: must be 0 (kernel default) or between 68 and 65535", c.MTU)
 	}
 	switch b := c.backend(); b {
-	case "", backendIPTables, backendNFTables:
+	case "", firewall.KindIPTables, firewall.KindNFTables:
 	default:
-		invalid("ipMasqBackend %q: must be %q or %q (or absent for automatic)", b, backendIPTables, backendNFTables)
+		invalid("ipMasqBackend %q: must be %q or %q (or absent for automatic)", b, firewall.KindIPTables, firewall.KindNFTables)
 	}
 	return errors.Join(errs...)
 }

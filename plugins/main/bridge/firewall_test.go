@@ -19,7 +19,7 @@ func fakeAttach(t *testing.T, conf string, fw *firewall.Fake) *attach {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &plugin{newRules: func(context.Context, string) (fwBackend, error) { return fw, nil }}
+	p := &plugin{newRules: func(context.Context, string) (firewall.Backend, error) { return fw, nil }}
 	v4, _ := types.ParseCIDR("10.22.0.5/24")
 	v6, _ := types.ParseCIDR("fd00:22::5/64")
 	res := &types.Result{

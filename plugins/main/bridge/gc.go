@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/skel"
@@ -25,16 +26,16 @@ func (p *plugin) cmdGC(ctx context.Context, a *skel.CmdArgs) error {
 			errs = append(errs, fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err))
 		}
 	}
-	var keep []fwOwner
+	var keep []firewall.Owner
 	for _, v := range conf.GCAttachments() {
-		keep = append(keep, fwOwner{Plugin: pluginBridge, Network: conf.Name, ContainerID: v.ContainerID, IfName: v.IfName})
+		keep = append(keep, firewall.Owner{Plugin: firewall.PluginBridge, Network: conf.Name, ContainerID: v.ContainerID, IfName: v.IfName})
 	}
 	if (conf.IPMasq && conf.hasIPAM()) || conf.MacSpoofChk || conf.mayHaveIsolated() {
 		fw, err := p.newRules(ctx, conf.backend())
 		if err != nil {
 			return errors.Join(append(errs, err)...)
 		}
-		errs = append(errs, fw.GC(ctx, pluginBridge, conf.Name, keep))
+		errs = append(errs, fw.GC(ctx, firewall.PluginBridge, conf.Name, keep))
 	}
 	return errors.Join(errs...)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/firewall/nftchain"
 	"cnisuite/pkg/ns"
 )
@@ -17,7 +18,7 @@ import (
 // gateway, with neighbour discovery on both legs: about 1 s).
 const blockedWait = 3 * time.Second
 
-var backends = []string{backendNFTables, backendIPTables}
+var backends = []string{firewall.KindNFTables, firewall.KindIPTables}
 
 // TestICCOff: with "icc": false two containers of one bridge reach neither
 // each other directly (layer 2) nor through the gateway (routed), IPv4 and
@@ -155,7 +156,7 @@ func TestIsolate(t *testing.T) {
 			if err := x.check(x1); err != nil {
 				t.Errorf("CHECK x1: %v", err)
 			}
-			from := nftchain.NetChainName(nftchain.PrefixIsoFrom, fwOwner{Plugin: pluginBridge, Network: "net-" + x.bridge})
+			from := nftchain.NetChainName(nftchain.PrefixIsoFrom, firewall.Owner{Plugin: firewall.PluginBridge, Network: "net-" + x.bridge})
 			x.del(x1)
 			wantBlocked(t, "x2 → y1 after x1 left", tcp(x2.ns, y1.ns, y1.addr(4), 0, blockedWait))
 			x.del(x2)

@@ -6,6 +6,7 @@ package main
 import (
 	"time"
 
+	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/helper"
 	"cnisuite/pkg/skel"
 )
@@ -15,7 +16,7 @@ const portTimeout = 5 * time.Second
 
 func main() {
 	helper.Dispatch(helpers()) // a helper request runs and exits here
-	p := &plugin{newRules: newFirewall, portTimeout: portTimeout}
+	p := &plugin{newRules: firewall.New, portTimeout: portTimeout}
 	skel.Main(&skel.Plugin{
 		Name: "bridge", Add: p.cmdAdd, Check: p.cmdCheck, Del: p.cmdDel, GC: p.cmdGC, Status: p.cmdStatus,
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
@@ -23,7 +24,7 @@ import (
 type plugin struct {
 	// newRules returns the firewall for a backend ("" = automatic choice,
 	// made once per call).
-	newRules func(ctx context.Context, backend string) (fwBackend, error)
+	newRules func(ctx context.Context, backend string) (firewall.Backend, error)
 	// portTimeout bounds the wait for the host port to forward.
 	portTimeout time.Duration
 }
@@ -35,8 +36,8 @@ type attach struct {
 	args  *skel.CmdArgs
 	netns *ns.NetNS // nil when CNI_NETNS is empty or gone (DEL)
 	host  *netlink.Handle
-	cont  *netlink.Handle // nil with netns
-	fw    fwBackend       // nil until needed
+	cont  *netlink.Handle  // nil with netns
+	fw    firewall.Backend // nil until needed
 	undo  undo.Stack
 	res   *types.Result
 	br    *netlink.Bridge
@@ -88,12 +89,12 @@ func (at *attach) close() {
 }
 
 // owner is the owner tag of this attachment's firewall rules.
-func (at *attach) owner() fwOwner {
-	return fwOwner{Plugin: pluginBridge, Network: at.conf.Name, ContainerID: at.args.ContainerID, IfName: at.args.IfName}
+func (at *attach) owner() firewall.Owner {
+	return firewall.Owner{Plugin: firewall.PluginBridge, Network: at.conf.Name, ContainerID: at.args.ContainerID, IfName: at.args.IfName}
 }
 
 // rules returns the firewall, choosing the backend once per call.
-func (at *attach) rules(ctx context.Context) (fwBackend, error) {
+func (at *attach) rules(ctx context.Context) (firewall.Backend, error) {
 	if at.fw != nil {
 		return at.fw, nil
 	}
