@@ -23,12 +23,15 @@ trap poweroff_now EXIT
 
 say() { echo "vm: $*" | tee -a "$OUT/guest.log"; }
 
-# The state directories of scripts/sandbox.sh, plus /var/tmp.
-for d in /tmp /var/tmp /run /var/lib/cni /etc/cni /opt/cni /var/lib/containers /var/lib/containerd /etc/containers; do
+# The state directories of scripts/sandbox.sh. /tmp and /var/tmp stay the
+# host's (read-only here), so that a checkout under them stays visible;
+# temporary files go to a private TMPDIR on /run, as in the sandbox.
+for d in /run /var/lib/cni /etc/cni /opt/cni /var/lib/containers /var/lib/containerd /etc/containers; do
 	mount -t tmpfs -o mode=0755 tmpfs "$d" || say "warning: no tmpfs on $d"
 done
-chmod 1777 /tmp /var/tmp
 mkdir -p /run/netns /run/lock
+mkdir -m 1777 /run/vm-tmp
+export TMPDIR=/run/vm-tmp
 
 # Modules the kernel asks for on demand (nft expressions, xt matches,
 # conntrack helpers) come from the same tree as the ones loaded here.
@@ -45,9 +48,9 @@ say "kernel $(uname -r); modules loaded: ${mods[*]}"
 
 # Binaries run from tmpfs: executed from the uncached 9p share, every page
 # of every plugin exec is a 9p read, and a CNI call costs seconds.
-mkdir -p /opt/cni/bin /var/tmp/vm-tests
+mkdir -p /opt/cni/bin /run/vm-tests
 cp -a "$VM/bin/." /opt/cni/bin/
-cp -a "$VM/tests/." /var/tmp/vm-tests/
+cp -a "$VM/tests/." /run/vm-tests/
 
 ip link set lo up
 export CNISUITE_SANDBOX=1 CNISUITE_REQUIRE_PRIVILEGED=1 CNISUITE_VM=1 CNISUITE_BIN=/opt/cni/bin
@@ -57,7 +60,7 @@ export GOPROXY=off GOFLAGS=-mod=mod
 while read -r name dir run; do
 	say "run $name ($run)"
 	start=$(date +%s)
-	(cd "$dir" && "/var/tmp/vm-tests/$name.test" -test.v -test.count=1 -test.timeout=10m \
+	(cd "$dir" && "/run/vm-tests/$name.test" -test.v -test.count=1 -test.timeout=10m \
 		-test.run "$run" >"$OUT/$name.log" 2>&1)
 	rc=$?
 	echo "$rc" >"$OUT/$name.rc"

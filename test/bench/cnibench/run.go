@@ -35,6 +35,7 @@ type report struct {
 }
 
 func runAll(o *options) (*report, error) {
+	defer removeLogs()
 	rep := &report{ParallelErrors: map[string]int{}, HostLocal: map[string]Stats{}, Parallel: o.parallel,
 		Command: "make bench BENCHFLAGS='" + flagLine() + "'"}
 	if o.hostLocalOnly {
@@ -205,4 +206,12 @@ func (rep *report) hostLocal(o *options, netns string) error {
 	up, err := upgradeAtScale(o.bin, netns, o.leases)
 	rep.Upgrade = up
 	return err
+}
+
+// removeLogs removes the per-call logs the "logged" chain wrote on disk.
+func removeLogs() {
+	logs, _ := filepath.Glob("/var/tmp/cnibench-*.log*") // the pattern is well formed
+	for _, l := range logs {
+		os.Remove(l)
+	}
 }

@@ -13,7 +13,7 @@ const benchNet = "bench"
 // bridge, subnet, host-port range and container namespaces of its own so
 // that chains can be driven side by side, call by call.
 type chain struct {
-	name     string // "floor", "default" (no backend keys), "nftables" or "iptables"
+	name     string // "floor", "default" (no backend keys), "logged" (default + logFile), "nftables" or "iptables"
 	index    int
 	netnses  []string
 	portBase int
@@ -29,7 +29,13 @@ func (c *chain) network() string { return benchNet + "-" + c.name }
 // (examples/kubernetes.conflist, podman's networks): the plugins choose.
 func (c *chain) conf(dataDir string) string {
 	var bridgeKey, portmapKey string
-	if c.name != "floor" && c.name != "default" {
+	switch c.name {
+	case "floor", "default":
+	case "logged":
+		// The per-call log on, at info, on the disk under /var/tmp.
+		log := fmt.Sprintf(`"logFile": %q, `, "/var/tmp/cnibench-"+c.network()+".log")
+		bridgeKey, portmapKey = log, log
+	default:
 		bridgeKey = fmt.Sprintf(`"ipMasqBackend": %q, `, c.name)
 		portmapKey = fmt.Sprintf(`"backend": %q, `, c.name)
 	}
