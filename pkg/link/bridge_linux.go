@@ -11,6 +11,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/ifconf"
 )
 
 // ErrNotBridge is returned when a bridge name is taken by a link of another type.
@@ -50,7 +52,7 @@ func EnsureBridge(h *netlink.Handle, o BridgeOptions) (*netlink.Bridge, error) {
 		}
 		changed = true
 	}
-	if err := DisableRA(o.Name); err != nil {
+	if err := ifconf.DisableRA(o.Name); err != nil {
 		return nil, err
 	}
 	if br.Flags&net.FlagUp == 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/ifconf"
 	"cnisuite/pkg/types"
 )
 
@@ -36,7 +37,7 @@ type ConfigureOptions struct {
 // Equivalent to: sysctl ...; ip addr add $ip dev $ifname [nodad]; ip link set
 // $ifname up; ip route append $dst [via $gw] dev $ifname [metric] [table] [mtu] [advmss]
 func ConfigureIface(ctx context.Context, ifname string, res *types.Result, o ConfigureOptions) error {
-	d, err := ReadDevConf(ifname, 0)
+	d, err := ifconf.ReadDevConf(ifname, 0)
 	if err != nil {
 		return fmt.Errorf("looking up %q: %w", ifname, err)
 	}
@@ -90,14 +91,14 @@ func ipsOf(ifname string, res *types.Result) ([]*types.IPConfig, error) {
 
 // prepareSysctls writes the interface's settings that differ from what d
 // shows: IPv6 ones through /proc/sys, arp_notify over netlink.
-func prepareSysctls(d *DevConf, hasV6 bool, o ConfigureOptions) error {
+func prepareSysctls(d *ifconf.DevConf, hasV6 bool, o ConfigureOptions) error {
 	type setting struct {
 		key   string
 		value int
 	}
 	var sets []setting
 	if hasV6 {
-		if err := setUnlessEqual("net/ipv6/conf/lo/disable_ipv6", "0"); err != nil {
+		if err := ifconf.SetUnlessEqual("net/ipv6/conf/lo/disable_ipv6", "0"); err != nil {
 			return err
 		}
 		sets = append(sets, setting{"disable_ipv6", 0}, setting{"keep_addr_on_down", 1})
@@ -108,12 +109,12 @@ func prepareSysctls(d *DevConf, hasV6 bool, o ConfigureOptions) error {
 		sets = append(sets, setting{"accept_dad", 0})
 	}
 	for _, s := range sets {
-		if err := d.ensureIPv6(s.key, s.value); err != nil {
+		if err := d.EnsureIPv6(s.key, s.value); err != nil {
 			return err
 		}
 	}
 	if o.ArpNotify {
-		return d.ensureIPv4("arp_notify", 1)
+		return d.EnsureIPv4("arp_notify", 1)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package link
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -141,7 +142,7 @@ func parseAddr(m []byte) (netlink.Addr, int, error) {
 		case unix.IFA_ADDRESS:
 			address = net.IP(at.Value)
 		case unix.IFA_LABEL:
-			a.Label = string(trimNul(at.Value))
+			a.Label = string(bytes.TrimRight(at.Value, "\x00"))
 		case unix.IFA_FLAGS:
 			if len(at.Value) >= 4 {
 				a.Flags = int(binary.NativeEndian.Uint32(at.Value))

@@ -6,6 +6,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/ifconf"
 )
 
 // ApplyPortVlans programs plan on the bridge port l; h may be nil.
@@ -87,7 +89,7 @@ func finishVlanGateway(h *netlink.Handle, br netlink.Link, name, peer string, vl
 	if err != nil {
 		return nil, fmt.Errorf("reading VLAN gateway peer %q: %w", peer, err)
 	}
-	if err := DisableRA(peer); err != nil {
+	if err := ifconf.DisableRA(peer); err != nil {
 		return nil, err
 	}
 	if err := AttachPort(h, p, br, PortOptions{}); err != nil {
@@ -100,7 +102,7 @@ func finishVlanGateway(h *netlink.Handle, br netlink.Link, name, peer string, vl
 	if err != nil {
 		return nil, fmt.Errorf("reading VLAN gateway interface %q: %w", name, err)
 	}
-	if err := DisableRA(name); err != nil {
+	if err := ifconf.DisableRA(name); err != nil {
 		return nil, err
 	}
 	if err := h.LinkSetUp(gw); err != nil {

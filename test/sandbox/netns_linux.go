@@ -97,3 +97,33 @@ func RemoveLinkAtEnd(t testing.TB, name string) {
 		}
 	})
 }
+
+// VethPairNS makes a veth pair, dum0 and dum1, inside a fresh namespace
+// and returns a function that runs fn there with both links.
+func VethPairNS(t *testing.T) func(t *testing.T, fn func(l, other netlink.Link)) {
+	t.Helper()
+	Require(t)
+	n := NewNS(t)
+	if err := n.Do(func() error {
+		return netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "dum0"}, PeerName: "dum1"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return func(t *testing.T, fn func(l, other netlink.Link)) {
+		t.Helper()
+		if err := n.Do(func() error {
+			l, err := netlink.LinkByName("dum0")
+			if err != nil {
+				return err
+			}
+			other, err := netlink.LinkByName("dum1")
+			if err != nil {
+				return err
+			}
+			fn(l, other)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/ifconf"
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/types"
 )
@@ -29,7 +30,7 @@ func (at *attach) setupVeth(context.Context) error {
 	}
 	hostName := pair.Host.Attrs().Name
 	at.undo.Push("veth "+hostName, func() error { return link.DeleteLink(at.host, hostName) })
-	if err := link.DisableRA(hostName); err != nil {
+	if err := ifconf.DisableRA(hostName); err != nil {
 		return err
 	}
 	opts := link.PortOptions{Hairpin: c.HairpinMode, Isolated: c.PortIsolation}
@@ -102,7 +103,7 @@ func (at *attach) enableGateway(context.Context) error {
 		}
 		return err
 	}
-	return link.EnableForwarding(v4, v6)
+	return ifconf.EnableForwarding(v4, v6)
 }
 
 // firewall installs the masquerade and spoof-check rules of the attachment

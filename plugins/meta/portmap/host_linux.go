@@ -8,7 +8,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"cnisuite/pkg/link"
+	"cnisuite/pkg/ifconf"
 )
 
 // linuxHost is hostOps on the running kernel.
@@ -30,7 +30,7 @@ func (linuxHost) EnableLocalnet(ip net.IP) error {
 	}
 	// Read and, when needed, written over netlink: a lookup under
 	// /proc/sys/net grows with the number of namespaces on the machine.
-	if err := link.EnsureIPv4Conf("", routes[0].LinkIndex, "route_localnet", 1); err != nil {
+	if err := ifconf.EnsureIPv4Conf("", routes[0].LinkIndex, "route_localnet", 1); err != nil {
 		return fmt.Errorf("route_localnet of the link routing to %s: %w", ip, err)
 	}
 	return nil

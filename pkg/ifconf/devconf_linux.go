@@ -1,6 +1,7 @@
-package link
+package ifconf
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -95,7 +96,7 @@ func parseDevConf(m []byte) (*DevConf, error) {
 	for _, a := range attrs {
 		switch a.Attr.Type &^ unix.NLA_F_NESTED {
 		case unix.IFLA_IFNAME:
-			d.Name = string(trimNul(a.Value))
+			d.Name = string(bytes.TrimRight(a.Value, "\x00"))
 		case unix.IFLA_AF_SPEC:
 			d.parseAFSpec(a.Value)
 		}
@@ -122,13 +123,6 @@ func (d *DevConf) parseAFSpec(b []byte) {
 			}
 		}
 	}
-}
-
-func trimNul(b []byte) []byte {
-	for len(b) > 0 && b[len(b)-1] == 0 {
-		b = b[:len(b)-1]
-	}
-	return b
 }
 
 // IPv4 returns the IPv4 setting called key (arp_notify, route_localnet, …)

@@ -1,9 +1,7 @@
-package link
+package ifconf
 
 import (
-	"net"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -11,36 +9,6 @@ import (
 	"cnisuite/pkg/sysctl"
 	"cnisuite/test/sandbox"
 )
-
-// dummyNS makes two links, dum0 and dum1 (a veth pair), inside a fresh
-// namespace and returns a function running fn there with dum0 and dum1.
-func dummyNS(t *testing.T) func(t *testing.T, fn func(l, other netlink.Link)) {
-	t.Helper()
-	sandbox.Require(t)
-	n := sandbox.NewNS(t)
-	if err := n.Do(func() error {
-		return netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "dum0"}, PeerName: "dum1"})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return func(t *testing.T, fn func(l, other netlink.Link)) {
-		t.Helper()
-		if err := n.Do(func() error {
-			l, err := netlink.LinkByName("dum0")
-			if err != nil {
-				return err
-			}
-			other, err := netlink.LinkByName("dum1")
-			if err != nil {
-				return err
-			}
-			fn(l, other)
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func procValue(t *testing.T, name string) int {
 	t.Helper()
@@ -56,7 +24,7 @@ func procValue(t *testing.T, name string) int {
 }
 
 func TestDevConf(t *testing.T) {
-	in := dummyNS(t)
+	in := sandbox.VethPairNS(t)
 	tests := []struct {
 		name  string
 		v4    bool
@@ -88,9 +56,9 @@ func checkDevConf(t *testing.T, v4 bool, key string, value int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	get, ensure := d.IPv6, d.ensureIPv6
+	get, ensure := d.IPv6, d.EnsureIPv6
 	if v4 {
-		get, ensure = d.IPv4, d.ensureIPv4
+		get, ensure = d.IPv4, d.EnsureIPv4
 	}
 	otherBefore := procValue(t, "net/"+fam+"/conf/dum1/"+key)
 	if got, ok := get(key); !ok || got != procValue(t, path) {
@@ -108,7 +76,7 @@ func checkDevConf(t *testing.T, v4 bool, key string, value int) {
 }
 
 func TestEnableForwardingReadsNetconf(t *testing.T) {
-	in := dummyNS(t)
+	in := sandbox.VethPairNS(t)
 	in(t, func(netlink.Link, netlink.Link) {
 		for _, want := range []int{0, 1} {
 			if err := sysctl.Set("net/ipv4/ip_forward", strconv.Itoa(want)); err != nil {
@@ -129,51 +97,4 @@ func TestEnableForwardingReadsNetconf(t *testing.T) {
 			t.Errorf("ip_forward = %d after EnableForwarding, want 1", got)
 		}
 	})
-}
-
-func TestLinkAddrs(t *testing.T) {
-	in := dummyNS(t)
-	in(t, func(l, other netlink.Link) {
-		for _, a := range []struct {
-			l    netlink.Link
-			cidr string
-		}{{l, "10.1.0.1/24"}, {l, "fd00::1/64"}, {other, "10.2.0.1/24"}} {
-			ip, n, _ := net.ParseCIDR(a.cidr)
-			n.IP = ip
-			if err := netlink.AddrAdd(a.l, &netlink.Addr{IPNet: n}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
-	tests := []struct {
-		name   string
-		family int
-		want   string
-	}{
-		{"all", netlink.FAMILY_ALL, "10.1.0.1/24 fd00::1/64"},
-		{"ipv4", netlink.FAMILY_V4, "10.1.0.1/24"},
-		{"ipv6", netlink.FAMILY_V6, "fd00::1/64"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			in(t, func(l, _ netlink.Link) {
-				addrs, err := LinkAddrs(l.Attrs().Index, tt.family)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got []string
-				for _, a := range addrs {
-					if a.LinkIndex != l.Attrs().Index {
-						t.Errorf("address %v of link %d listed", a.IPNet, a.LinkIndex)
-					}
-					if !a.IP.IsLinkLocalUnicast() {
-						got = append(got, a.IPNet.String())
-					}
-				}
-				if strings.Join(got, " ") != tt.want {
-					t.Errorf("LinkAddrs() = %v, want %s", got, tt.want)
-				}
-			})
-		})
-	}
 }

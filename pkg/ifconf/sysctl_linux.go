@@ -1,4 +1,4 @@
-package link
+package ifconf
 
 import (
 	"errors"
@@ -31,16 +31,16 @@ func setIfPresent(name, value string) (bool, error) {
 func DisableRA(name string) error {
 	d, err := ReadDevConf(name, 0)
 	if err != nil {
-		return setUnlessEqual("net/ipv6/conf/"+name+"/accept_ra", "0")
+		return SetUnlessEqual("net/ipv6/conf/"+name+"/accept_ra", "0")
 	}
-	return d.ensureIPv6("accept_ra", 0)
+	return d.EnsureIPv6("accept_ra", 0)
 }
 
-// ensureIPv6 writes the IPv6 setting key of the link d was read from
+// EnsureIPv6 writes the IPv6 setting key of the link d was read from
 // when d shows another value; a link without IPv6 is left alone. Only the
 // write goes through /proc/sys (the kernel takes no IPv6 settings over
 // netlink).
-func (d *DevConf) ensureIPv6(key string, value int) error {
+func (d *DevConf) EnsureIPv6(key string, value int) error {
 	if cur, ok := d.IPv6(key); ok && cur == value {
 		return nil
 	}
@@ -48,10 +48,10 @@ func (d *DevConf) ensureIPv6(key string, value int) error {
 	return err
 }
 
-// ensureIPv4 sets the IPv4 setting key of the link d was read from over
+// EnsureIPv4 sets the IPv4 setting key of the link d was read from over
 // netlink when d shows another value; a link without IPv4 settings is left
 // alone, as a missing sysctl is.
-func (d *DevConf) ensureIPv4(key string, value int) error {
+func (d *DevConf) EnsureIPv4(key string, value int) error {
 	if cur, ok := d.IPv4(key); !ok || cur == value {
 		return nil
 	}
@@ -72,7 +72,7 @@ func EnsureIPv4Conf(name string, index int, key string, value int) error {
 	if err != nil {
 		return err
 	}
-	return d.ensureIPv4(key, value)
+	return d.EnsureIPv4(key, value)
 }
 
 // EnableForwarding turns on IP forwarding for the families asked for, in the
@@ -99,12 +99,12 @@ func ensureForwarding(family int, name string) error {
 	if cur, err := netconfForwarding(family); err == nil && cur == 1 {
 		return nil
 	}
-	return setUnlessEqual(name, "1")
+	return SetUnlessEqual(name, "1")
 }
 
-// setUnlessEqual writes a sysctl only when it holds another value, so that
+// SetUnlessEqual writes a sysctl only when it holds another value, so that
 // parallel ADDs do not rewrite global sysctls needlessly.
-func setUnlessEqual(name, value string) error {
+func SetUnlessEqual(name, value string) error {
 	if cur, err := sysctl.Get(name); err == nil && cur == value {
 		return nil
 	}
