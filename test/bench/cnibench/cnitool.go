@@ -81,3 +81,44 @@ func (c *cnitool) parallel(netnses []string, portBase int) []error {
 	}
 	return errs
 }
+
+// burst starts every namespace's ADD with at most k running at once, as a
+// kubelet does on a drain or a rollout, then the DELs the same way; it
+// returns the wall time of each phase and the errors.
+func (c *cnitool) burst(netnses []string, portBase, k int) (add, del time.Duration, errs []error) {
+	for _, verb := range []string{"add", "del"} {
+		start := time.Now()
+		errs = append(errs, c.pool(verb, netnses, portBase, k)...)
+		if verb == "add" {
+			add = time.Since(start)
+		} else {
+			del = time.Since(start)
+		}
+	}
+	return add, del, errs
+}
+
+// pool runs verb for every namespace on k workers.
+func (c *cnitool) pool(verb string, netnses []string, portBase, k int) []error {
+	next := make(chan int)
+	errc := make(chan error, len(netnses))
+	for w := 0; w < k; w++ {
+		go func() {
+			for i := range next {
+				_, err := c.run(verb, netnses[i], portMapping(portBase+i))
+				errc <- err
+			}
+		}()
+	}
+	for i := range netnses {
+		next <- i
+	}
+	close(next)
+	var errs []error
+	for range netnses {
+		if err := <-errc; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}

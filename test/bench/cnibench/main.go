@@ -20,6 +20,9 @@ type options struct {
 	parallel        int
 	leases          int
 	hostLocalOnly   bool
+	burstN, burstK  int
+	busyRules       int
+	busyN           int
 }
 
 func parseFlags() (*options, error) {
@@ -32,6 +35,10 @@ func parseFlags() (*options, error) {
 	flag.StringVar(&backends, "backends", "default,nftables,iptables", "firewall backends (default: the chain with no backend keys, as users write it)")
 	flag.IntVar(&o.parallel, "parallel", 40, "parallel ADDs and DELs")
 	flag.IntVar(&o.leases, "leases", 10000, "existing leases for the host-local measurement")
+	flag.IntVar(&o.burstN, "burst", 120, "pods in the burst")
+	flag.IntVar(&o.busyRules, "busy", 10000, "kube-proxy-style NAT rules of the busy-node run (0: none)")
+	flag.IntVar(&o.busyN, "busy-n", 60, "containers per chain in the busy-node run")
+	flag.IntVar(&o.burstK, "burst-k", 12, "pods of the burst started at a time")
 	flag.BoolVar(&o.hostLocalOnly, "host-local-only", false, "measure host-local alone (no chains)")
 	flag.Parse()
 	for _, s := range strings.Split(sizes, ",") {

@@ -42,6 +42,14 @@ func (rep *report) markdown() string {
 		s := rep.HostLocal[k]
 		fmt.Fprintf(&b, "| host-local ADD+DEL, %s existing leases | median %.2f ms, p95 %.2f ms |\n", k, s.Median, s.P95)
 	}
+	for _, bu := range rep.Bursts {
+		fmt.Fprintf(&b, "| burst %d×%d, %s: ADD phase ÷ floor's, DEL phase ÷ floor's, errors | %.2f s ÷ %.2f s = %.2f, %.2f s ÷ %.2f s = %.2f, %d (floor %d) |\n",
+			bu.N, bu.K, bu.Chain, bu.AddS, bu.FloorAddS, bu.AddS/bu.FloorAddS, bu.DelS, bu.FloorDelS, bu.DelS/bu.FloorDelS, bu.Errors, bu.FloorErrors)
+	}
+	for _, bn := range rep.Busy {
+		fmt.Fprintf(&b, "| busy node, %s, N=%d: ADD median with %d NAT rules ÷ without | %.1f ms ÷ %.1f ms = %.2f |\n",
+			bn.Chain, bn.N, bn.Rules, bn.BusyAddMS, bn.QuietAddMS, bn.BusyAddMS/bn.QuietAddMS)
+	}
 	if u := rep.Upgrade; u != nil {
 		fmt.Fprintf(&b, "| host-local on disk, %d reference leases just written: first ADD ÷ reading every lease once | %.0f ms ÷ %.0f ms = %.2f |\n",
 			u.Leases, u.FirstMS, u.ScanMS, u.FirstMS/u.ScanMS)

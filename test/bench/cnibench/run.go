@@ -29,6 +29,8 @@ type report struct {
 	Parallel       int                           `json:"parallel"`
 	HostLocal      map[string]Stats              `json:"host_local_add_del"`
 	Upgrade        *Upgrade                      `json:"host_local_upgrade_on_disk"`
+	Bursts         []*Burst                      `json:"bursts"`
+	Busy           []*BusyNode                   `json:"busy_node"`
 	PeakKB         map[string]map[string]int64   `json:"peak_rss_kb"`
 	PerPlugin      map[string]map[string]float64 `json:"per_plugin_median_ms"`
 	Command        string                        `json:"command"`
@@ -45,7 +47,7 @@ func runAll(o *options) (*report, error) {
 		}
 		return rep, rep.hostLocal(o, netnses[0])
 	}
-	maxN := o.parallel
+	maxN := max(o.parallel, o.burstN)
 	for _, n := range o.sizes {
 		maxN = max(maxN, n)
 	}
@@ -75,6 +77,7 @@ func runAll(o *options) (*report, error) {
 	var errs []error
 	if len(ours) > 0 {
 		errs = append(errs, rep.inProcess(o, floor, netnses[:o.sizes[0]]), rep.parallel(o, ours))
+		errs = append(errs, rep.bursts(o, floor, floorChain, ours), rep.busyNode(o, floor, floorChain, ours))
 	}
 	errs = append(errs, rep.hostLocal(o, netnses[0]))
 	return rep, errors.Join(errs...)
@@ -214,4 +217,50 @@ func removeLogs() {
 	for _, l := range logs {
 		os.Remove(l)
 	}
+}
+
+// Burst is N pods started K at a time, then deleted the same way.
+type Burst struct {
+	Chain       string  `json:"chain"`
+	N           int     `json:"n"`
+	K           int     `json:"k"`
+	AddS        float64 `json:"add_s"`
+	DelS        float64 `json:"del_s"`
+	FloorAddS   float64 `json:"floor_add_s"`
+	FloorDelS   float64 `json:"floor_del_s"`
+	Errors      int     `json:"errors"`
+	FloorErrors int     `json:"floor_errors"`
+}
+
+// bursts runs the burst of each of our chains right after the floor's.
+func (rep *report) bursts(o *options, floorDir string, floor *chain, ours []*chain) error {
+	n := min(o.burstN, len(floor.netnses))
+	for _, c := range ours {
+		b := &Burst{Chain: c.name, N: n, K: o.burstK}
+		fmt.Fprintf(os.Stderr, "cnibench: burst of %d pods, %d at a time, floor then %s...\n", n, o.burstK, c.name)
+		for _, side := range []*chain{floor, c} {
+			confDir := "/etc/cni/bench-burst-" + side.name
+			if err := writeConf(confDir, side.conf("/var/lib/cni/bench-burst-"+side.name)); err != nil {
+				return err
+			}
+			dir := o.bin
+			if side == floor {
+				dir = floorDir
+			}
+			tool := &cnitool{tool: filepath.Join(o.tools, "cnitool"), pluginDir: dir, confDir: confDir, network: side.network()}
+			add, del, errs := tool.burst(side.netnses[:n], side.portBase, o.burstK)
+			if side == floor {
+				b.FloorAddS, b.FloorDelS, b.FloorErrors = add.Seconds(), del.Seconds(), len(errs)
+			} else {
+				b.AddS, b.DelS, b.Errors = add.Seconds(), del.Seconds(), len(errs)
+			}
+			for i, err := range errs {
+				if i < 3 {
+					fmt.Fprintln(os.Stderr, "cnibench: burst:", err)
+				}
+			}
+		}
+		rep.Bursts = append(rep.Bursts, b)
+	}
+	return nil
 }
