@@ -44,6 +44,16 @@ func (p *plugin) backend(ctx context.Context, c *Config) (firewall.Backend, erro
 	return p.newBackend(ctx, kind)
 }
 
+// load reads the configuration and opens the backend it names.
+func (p *plugin) load(ctx context.Context, a *skel.CmdArgs) (*Config, firewall.Backend, error) {
+	c, err := Load(a.StdinData)
+	if err != nil {
+		return nil, nil, err
+	}
+	be, err := p.backend(ctx, c)
+	return c, be, err
+}
+
 // Add installs the mappings for the container's first IPv4 and IPv6
 // address and passes prevResult on.
 func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error) {
@@ -127,11 +137,7 @@ func (p *plugin) flushUDP(a *skel.CmdArgs, ms []firewall.PortMapping, v4, v6 boo
 // entries of the host ports are flushed afterwards, the ports taken from
 // portMappings or, without them, from the rules being removed.
 func (p *plugin) Del(ctx context.Context, a *skel.CmdArgs) error {
-	c, err := Load(a.StdinData)
-	if err != nil {
-		return err
-	}
-	be, err := p.backend(ctx, c)
+	c, be, err := p.load(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -174,11 +180,7 @@ func (p *plugin) Check(ctx context.Context, a *skel.CmdArgs) error {
 
 // GC removes the network's rules whose attachment is not valid any more.
 func (p *plugin) GC(ctx context.Context, a *skel.CmdArgs) error {
-	c, err := Load(a.StdinData)
-	if err != nil {
-		return err
-	}
-	be, err := p.backend(ctx, c)
+	c, be, err := p.load(ctx, a)
 	if err != nil {
 		return err
 	}
