@@ -55,7 +55,7 @@ func NewInput(seed uint64, plugin string, index int, p Paths, mutate bool) Input
 	tree := b.Tree(placeholders)
 	in := Input{Plugin: plugin, Index: index, Base: b.Name, Env: baseEnv(plugin, index, p)}
 	if !mutate {
-		in.Config = placePaths(Marshal(tree), p)
+		in.Config = ownNetwork(placePaths(Marshal(tree), p), index)
 		return in
 	}
 	for range 50 {
@@ -69,7 +69,7 @@ func NewInput(seed uint64, plugin string, index int, p Paths, mutate bool) Input
 	if in.Config == nil { // nothing safe came out: run the base
 		in.Config = Marshal(tree)
 	}
-	in.Config = placePaths(in.Config, p)
+	in.Config = ownNetwork(placePaths(in.Config, p), index)
 	if r.IntN(8) == 0 {
 		in.Mutations = append(in.Mutations, mutateEnv(r, &in.Env, p))
 	}
@@ -90,6 +90,21 @@ func placePaths(text []byte, p Paths) []byte {
 	text = bytes.ReplaceAll(text, []byte(placeholders.DataDir), []byte(p.DataDir))
 	text = bytes.ReplaceAll(text, []byte(placeholders.ResolvConf), []byte(p.ResolvConf))
 	return bytes.ReplaceAll(text, []byte(placeholders.NetNS), []byte(p.NetNS))
+}
+
+// baseNetworks are the network names of the base configurations.
+var baseNetworks = []string{"fzlo", "fznet", "fzl2", "fzhl", "fztun", "fzpm"}
+
+// ownNetwork gives input index a network name of its own. Inputs of one
+// plugin run four batches at a time and share the files of default state
+// directories (tuning's /run/cni/tuning when a mutation drops dataDir): a
+// GC keeping only its own attachment of a shared network would rightly
+// remove another input's state while that input runs.
+func ownNetwork(text []byte, index int) []byte {
+	for _, n := range baseNetworks {
+		text = bytes.ReplaceAll(text, []byte(`"`+n+`"`), []byte(fmt.Sprintf(`"%s-%d"`, n, index)))
+	}
+	return text
 }
 
 // ContainerID names input index of plugin; leftovers are recognized by it.

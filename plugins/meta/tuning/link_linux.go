@@ -79,6 +79,22 @@ func checkMTUKeepsIPv6(link netlink.Link, mtu int) error {
 	return nil
 }
 
+// checkMACRestorable refuses a MAC change that DEL could not undo: the
+// kernel takes no all-zero address back, and an interface without a MAC of
+// its own (a loopback, a tun device) has none to restore.
+func checkMACRestorable(name string, before net.HardwareAddr, wanted net.HardwareAddr) error {
+	if wanted == nil {
+		return nil
+	}
+	for _, b := range before {
+		if b != 0 {
+			return nil
+		}
+	}
+	return types.Errorf(types.ErrInvalidConfig,
+		"mac %s: %q has no MAC address of its own (%q), so DEL could not put the old one back", wanted, name, before.String())
+}
+
 // setMTU equivalent to: ip link set dev $link mtu $mtu
 func setMTU(link netlink.Link, mtu int) error {
 	if err := netlink.LinkSetMTU(link, mtu); err != nil {

@@ -84,3 +84,31 @@ func hasAddr(ip string) error {
 	}
 	return errors.New(ip + " is gone")
 }
+
+// A MAC asked for an interface without one of its own (lo: all zeros)
+// could never be put back by DEL, since the kernel takes no zero address:
+// ADD refuses it with code 7 and leaves lo as it was.
+func TestMACOnInterfaceWithoutMAC(t *testing.T) {
+	sandbox.Require(t)
+	const v = "1.0.0"
+	c := newVethContainer(t, "tumac")
+	before, _ := c.snapshot()
+	conf := pluginConf(t, tuningConf(v, t.TempDir(), `,"prevResult":`+prevResultJSON(v, c.netns.Path(), before.MAC)))
+	rt := &libcni.RuntimeConf{ContainerID: "maclo", NetNS: c.netns.Path(), IfName: "lo",
+		CapabilityArgs: map[string]any{"mac": testMAC}}
+	_, err := sandbox.Runtime(t).AddNetwork(ctx, conf, rt)
+	var ce *cnitypes.Error
+	if !errors.As(err, &ce) || ce.Code != 7 || !strings.Contains(ce.Msg, `"lo" has no MAC address of its own`) {
+		t.Fatalf("ADD of a MAC on lo = %v, want code 7 saying lo has no MAC", err)
+	}
+	c.do("reading lo", func() error {
+		l, err := netlink.LinkByName("lo")
+		if err != nil {
+			return err
+		}
+		if mac := l.Attrs().HardwareAddr.String(); mac != "00:00:00:00:00:00" && mac != "" {
+			return errors.New("lo's MAC became " + mac)
+		}
+		return nil
+	})
+}

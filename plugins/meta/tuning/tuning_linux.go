@@ -92,6 +92,9 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs
 	if err := checkMTUKeepsIPv6(link, c.MTU); err != nil {
 		return linkAttrs{}, err
 	}
+	if err := checkMACRestorable(a.IfName, before.MAC, c.HardwareAddr()); err != nil {
+		return linkAttrs{}, err
+	}
 	st, err := t.originals(c, before, settings)
 	if err != nil {
 		return linkAttrs{}, err
