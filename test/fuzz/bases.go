@@ -9,6 +9,10 @@ type Paths struct {
 	ResolvConf string
 	// NetNS is the container's network namespace.
 	NetNS string
+	// Root, when set, takes the place of PlaceholderRoot in what a mutation
+	// left of a damaged placeholder, so that it lands in the input's own
+	// directory (a tmpfs in the sandbox) and never on the machine's /tmp.
+	Root string
 }
 
 // The container side of tuning's and portmap's node: a veth pair made by

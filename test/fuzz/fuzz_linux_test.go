@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"cnisuite/test/sandbox"
 )
 
@@ -43,7 +41,6 @@ func envUint(name string, def uint64) uint64 {
 // violation or leftover; see README.md.
 func TestFuzzBinaries(t *testing.T) {
 	sandbox.Require(t)
-	mountPlaceholderRoot(t)
 	sel := parseOnly(*flagOnly)
 	for _, plugin := range Plugins {
 		idxs := sel.indexes(plugin, *flagInputs)
@@ -251,27 +248,4 @@ func (s selection) indexes(plugin string, n int) []int {
 		out[i] = i
 	}
 	return out
-}
-
-// mountPlaceholderRoot mounts a tmpfs on PlaceholderRoot for the test, in
-// the sandbox's private mount namespace: what a plugin writes under a
-// damaged placeholder path stays there, and the machine's /tmp only ever
-// holds the empty directory, removed at the end.
-func mountPlaceholderRoot(t *testing.T) {
-	t.Helper()
-	dir := strings.TrimSuffix(PlaceholderRoot, "/")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "mode=0755"); err != nil {
-		t.Fatalf("mounting a tmpfs on %s: %v", dir, err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmounting %s: %v", dir, err)
-		}
-		if err := os.Remove(dir); err != nil {
-			t.Errorf("removing %s: %v", dir, err)
-		}
-	})
 }

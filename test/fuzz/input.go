@@ -80,16 +80,22 @@ func NewInput(seed uint64, plugin string, index int, p Paths, mutate bool) Input
 // random choices (a byte offset, a retry after an unsafe draw) do not
 // depend on where a run's temporary directories are, and an input is the
 // same in every run. placePaths puts the real ones in afterwards; a
-// placeholder that a mutation damaged stays, under PlaceholderRoot (or is
-// refused as unsafe when the damage hit the root's own name).
+// placeholder that a mutation damaged keeps PlaceholderRoot, which
+// placePaths moves into the input's own directory (damage to the root's own
+// name makes the input unsafe, and it is not run).
 var placeholders = Paths{DataDir: PlaceholderRoot + "input/data", ResolvConf: PlaceholderRoot + "input/resolv.conf",
 	NetNS: PlaceholderRoot + "netns"}
 
-// placePaths replaces the placeholders in text by the paths of p.
+// placePaths replaces the placeholders in text by the paths of p, then
+// what is left of PlaceholderRoot (damaged placeholders) by p.Root.
 func placePaths(text []byte, p Paths) []byte {
 	text = bytes.ReplaceAll(text, []byte(placeholders.DataDir), []byte(p.DataDir))
 	text = bytes.ReplaceAll(text, []byte(placeholders.ResolvConf), []byte(p.ResolvConf))
-	return bytes.ReplaceAll(text, []byte(placeholders.NetNS), []byte(p.NetNS))
+	text = bytes.ReplaceAll(text, []byte(placeholders.NetNS), []byte(p.NetNS))
+	if p.Root != "" {
+		text = bytes.ReplaceAll(text, []byte(PlaceholderRoot), []byte(p.Root))
+	}
+	return text
 }
 
 // baseNetworks are the network names of the base configurations.

@@ -9,8 +9,9 @@ import (
 )
 
 // PlaceholderRoot holds the fixed paths inputs are mutated with (see
-// placeholders); TestFuzzBinaries mounts a tmpfs on it inside the
-// sandbox's private mount namespace, so the machine never sees it.
+// placeholders); placePaths moves whatever is under it into the input's own
+// temporary directory before the input runs, so nothing is ever written
+// there. Fixed, so that an input is the same text in every run.
 const PlaceholderRoot = "/tmp/cnisuite-fuzz/"
 
 // SafeRoots are the only directory trees an input may name by absolute

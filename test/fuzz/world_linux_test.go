@@ -117,7 +117,8 @@ func (w *world) paths(index int) (Paths, string, error) {
 	if err := os.WriteFile(resolv, []byte(conf), 0o644); err != nil {
 		return Paths{}, "", err
 	}
-	return Paths{DataDir: filepath.Join(dir, "data"), ResolvConf: resolv, NetNS: w.ctr.Path()}, dir, nil
+	return Paths{DataDir: filepath.Join(dir, "data"), ResolvConf: resolv, NetNS: w.ctr.Path(),
+		Root: filepath.Join(dir, "damaged") + "/"}, dir, nil
 }
 
 // exec runs verb of the plugin in the node namespace, as a runtime would:
