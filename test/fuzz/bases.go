@@ -69,14 +69,15 @@ var Bases = map[string][]Base{
 var Plugins = []string{"bridge", "host-local", "tuning", "portmap", "loopback"}
 
 // bridgeL3 is bridge with host-local, gateway, masquerade (backend given),
-// spoof check and every port flag that goes with hairpin mode.
+// spoof check, isolation (icc off, isolate strict) and every port flag that
+// goes with hairpin mode.
 func bridgeL3(p Paths, backend string) any {
 	return Obj("cniVersion", "1.1.0", "name", "fznet", "type", "bridge",
 		"bridge", BaseBridgeL3, "isGateway", true, "isDefaultGateway", true, "forceAddress", true,
 		"ipMasq", true, "ipMasqBackend", backend, "mtu", 1400, "hairpinMode", true,
 		"promiscMode", false, "vlan", 0, "vlanTrunk", Arr(), "preserveDefaultVlan", false,
 		"macspoofchk", true, "enabledad", false, "disableContainerInterface", false,
-		"portIsolation", true, "capabilities", Obj("mac", true),
+		"portIsolation", true, "icc", false, "isolate", "strict", "capabilities", Obj("mac", true),
 		"ipam", Obj("type", "host-local",
 			"ranges", Arr(
 				Arr(Obj("subnet", "10.20.0.0/24", "rangeStart", "10.20.0.10", "rangeEnd", "10.20.0.200", "gateway", "10.20.0.1")),

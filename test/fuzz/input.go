@@ -113,9 +113,11 @@ func ownNetwork(text []byte, index int) []byte {
 	return text
 }
 
-// ContainerID names input index of plugin; leftovers are recognized by it.
+// ContainerID names input index of plugin; leftovers are recognized by it,
+// so no ID may be a prefix of another (fuzz-bridge-4 of fuzz-bridge-403):
+// the index is zero-padded.
 func ContainerID(plugin string, index int) string {
-	return fmt.Sprintf("fuzz-%s-%d", plugin, index)
+	return fmt.Sprintf("fuzz-%s-%07d", plugin, index)
 }
 
 // baseEnv is the environment a runtime gives input index: Kubernetes'
