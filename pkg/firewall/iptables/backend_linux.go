@@ -126,6 +126,23 @@ func (b *Backend) nftConn() (*netfilter.Conn, error) {
 // and jumps are already in place, or that has nothing of the owner and
 // needs nothing, costs a few netlink reads and no process.
 func (b *Backend) Ensure(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) error {
+	err := b.eachFamily(func(conn *netfilter.Conn, t ipt, v4 bool) error {
+		return b.ensureFamily(ctx, conn, o, t, iptDesired(o, r, v4))
+	})
+	if err != nil {
+		return err
+	}
+	if r.NeedsLocalnetGuard() {
+		if err := nftchain.EnsureGuard(); err != nil {
+			return fmt.Errorf("%s: localnet guard: %w", o, err)
+		}
+	}
+	return b.ensureNFT(ctx, o, r)
+}
+
+// eachFamily opens the netlink connection the iptables-nft paths read and
+// delete with (none with iptables-legacy) and runs fn for IPv4, then IPv6.
+func (b *Backend) eachFamily(fn func(conn *netfilter.Conn, t ipt, v4 bool) error) error {
 	conn, err := b.nftConn()
 	if err != nil {
 		return err
@@ -134,16 +151,11 @@ func (b *Backend) Ensure(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) 
 		defer conn.Close()
 	}
 	for _, v4 := range []bool{true, false} {
-		if err := b.ensureFamily(ctx, conn, o, iptFor(v4), iptDesired(o, r, v4)); err != nil {
+		if err := fn(conn, iptFor(v4), v4); err != nil {
 			return err
 		}
 	}
-	if r.NeedsLocalnetGuard() {
-		if err := nftchain.EnsureGuard(); err != nil {
-			return fmt.Errorf("%s: localnet guard: %w", o, err)
-		}
-	}
-	return b.ensureNFT(ctx, o, r)
+	return nil
 }
 
 func (b *Backend) ensureFamily(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner, t ipt, desired []iptUnit) error {

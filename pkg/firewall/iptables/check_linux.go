@@ -19,23 +19,15 @@ import (
 // Check compares the owner's chains with the rules r needs, by the digest
 // comment of each rule, and checks each entry with iptables -C.
 func (b *Backend) Check(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) error {
-	conn, err := b.nftConn()
-	if err != nil {
-		return err
-	}
-	if conn != nil {
-		defer conn.Close()
-	}
-	for _, v4 := range []bool{true, false} {
-		t, desired := iptFor(v4), iptDesired(o, r, v4)
+	err := b.eachFamily(func(conn *netfilter.Conn, t ipt, v4 bool) error {
+		desired := iptDesired(o, r, v4)
 		if conn != nil {
-			err = checkFamilyNL(conn, o, t, desired)
-		} else {
-			err = checkFamily(ctx, o, t, desired)
+			return checkFamilyNL(conn, o, t, desired)
 		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", o, err)
-		}
+		return checkFamily(ctx, o, t, desired)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", o, err)
 	}
 	if chains, _ := NFTChains(o, r); len(chains) > 0 {
 		return nftchain.Check(o, chains)
