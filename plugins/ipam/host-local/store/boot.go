@@ -4,12 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
-	"strings"
-
-	"cnisuite/pkg/types"
 )
 
 // Leases after a reboot. Network namespaces never survive a reboot, so a
@@ -147,15 +143,9 @@ func (s *Store) indexEntries() ([]leaseEntry, error) {
 		if err != nil {
 			return nil, ioErr("reading lease index", err)
 		}
-		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-		if len(lines) < 2 {
-			continue
-		}
-		owner := types.Attachment{ContainerID: lines[0], IfName: lines[1]}
-		for _, l := range lines[2:] {
-			if ip := net.ParseIP(l); ip != nil {
-				out = append(out, leaseEntry{ip: ip, owner: owner})
-			}
+		owner, ips, _ := parseIndexFile(data)
+		for _, ip := range ips {
+			out = append(out, leaseEntry{ip: ip, owner: owner})
 		}
 	}
 	return out, nil

@@ -38,17 +38,27 @@ func (s *Store) indexGet(a types.Attachment) ([]net.IP, error) {
 	if err != nil {
 		return nil, ioErr("reading lease index", err)
 	}
-	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	if len(lines) < 2 || lines[0] != a.ContainerID || lines[1] != a.IfName {
+	owner, ips, ok := parseIndexFile(data)
+	if !ok || owner != a {
 		return nil, nil
 	}
-	var out []net.IP
+	return ips, nil
+}
+
+// parseIndexFile reads an index file: the attachment on its first two
+// lines, then one address a line (the inverse of indexContent); ok is false
+// for a file too short to name its attachment.
+func parseIndexFile(data []byte) (owner types.Attachment, ips []net.IP, ok bool) {
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) < 2 {
+		return types.Attachment{}, nil, false
+	}
 	for _, l := range lines[2:] {
 		if ip := net.ParseIP(l); ip != nil {
-			out = append(out, ip)
+			ips = append(ips, ip)
 		}
 	}
-	return out, nil
+	return types.Attachment{ContainerID: lines[0], IfName: lines[1]}, ips, true
 }
 
 // indexAdd appends ip to the index file of a, creating it when missing.
