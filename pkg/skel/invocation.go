@@ -106,12 +106,16 @@ func (inv *invocation) readConfig(a *CmdArgs) error {
 	var head struct {
 		CNIVersion string `json:"cniVersion"`
 		Name       string `json:"name"`
+		// The log keys, read here as they stand so that the configuration
+		// is decoded once and a key of the wrong type never fails a call.
+		LogFile  json.RawMessage `json:"logFile"`
+		LogLevel json.RawMessage `json:"logLevel"`
 	}
 	if err := types.Decode(data, &head); err != nil {
 		return err
 	}
 	inv.network = head.Name
-	inv.startLog(data, a)
+	inv.startLog(head.LogFile, head.LogLevel, a)
 	inv.confVersion = head.CNIVersion
 	if inv.confVersion == "" {
 		inv.confVersion = "0.1.0"

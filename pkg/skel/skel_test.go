@@ -284,6 +284,14 @@ func TestPerCallLog(t *testing.T) {
 	if o.status != 0 || !strings.Contains(o.stderr, `per-call log off: logFile "relative.log"`) {
 		t.Errorf("ADD with a relative logFile = %d, stderr %q; want success and a warning", o.status, o.stderr)
 	}
+	o = run(t, p, env, `{"cniVersion":"1.1.0","name":"net1","logFile":5}`)
+	if o.status != 0 || !strings.Contains(o.stderr, "per-call log off: logFile 5: must be a string") {
+		t.Errorf("ADD with a logFile of the wrong type = %d, stderr %q; want success and a warning", o.status, o.stderr)
+	}
+	o = run(t, p, env, `{"cniVersion":"1.1.0","name":"net1","logFile":null,"logLevel":null}`)
+	if o.status != 0 || o.stderr != "" {
+		t.Errorf("ADD with null log keys = %d, stderr %q; want success and no log", o.status, o.stderr)
+	}
 	o = run(t, p, env, `{"cniVersion":"1.1.0","name":"net1","logFile":"/nonexistent-dir/cni.log"}`)
 	if o.status != 0 || !strings.Contains(o.stderr, "per-call log: opening log file") {
 		t.Errorf("ADD with an unwritable logFile = %d, stderr %q; want success and a warning", o.status, o.stderr)
