@@ -123,27 +123,7 @@ func (c *ctr) addr(family int) net.IP {
 // up to 10 s: once, in a full run, the 3 s it used to allow (one SYN
 // retransmit) was not enough.
 func reach(from, to *ns.NetNS, addr net.IP) error {
-	var l net.Listener
-	listen := func() (err error) {
-		l, err = net.Listen("tcp", net.JoinHostPort(addr.String(), "0"))
-		return err
-	}
-	if err := in(to, listen); err != nil {
-		return fmt.Errorf("listening on %v: %w", addr, err)
-	}
-	defer l.Close()
-	go func() {
-		if c, err := l.Accept(); err == nil {
-			c.Close()
-		}
-	}()
-	return in(from, func() error {
-		c, err := net.DialTimeout("tcp", l.Addr().String(), 10*time.Second)
-		if err != nil {
-			return err
-		}
-		return c.Close()
-	})
+	return tcp(from, to, addr, 0, 10*time.Second)
 }
 
 func in(n *ns.NetNS, fn func() error) error {
