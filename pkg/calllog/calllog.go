@@ -18,7 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"regexp"
+	"strings"
 	"sync"
 	"time"
 )
@@ -133,17 +133,21 @@ func (c *Call) Debug(what string, value any) {
 // building an expensive value.
 func (c *Call) Debugging() bool { return c != nil && c.level >= LevelDebug }
 
-// traceParent is the W3C trace context header: version, trace ID, parent
-// span ID and flags, lowercase hex.
-var traceParent = regexp.MustCompile(`^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`)
-
-// ValidTraceParent returns tp when it is a well-formed W3C traceparent, and
-// "" otherwise, so that nothing else from the environment reaches the log.
+// ValidTraceParent returns tp when it is a well-formed W3C traceparent
+// (version, trace ID, parent span ID and flags: 2, 32, 16 and 2 lowercase
+// hex digits joined by '-'), and "" otherwise, so that nothing else from
+// the environment reaches the log.
 func ValidTraceParent(tp string) string {
-	if traceParent.MatchString(tp) {
-		return tp
+	parts := strings.Split(tp, "-")
+	if len(parts) != 4 {
+		return ""
 	}
-	return ""
+	for i, n := range []int{2, 32, 16, 2} {
+		if len(parts[i]) != n || strings.Trim(parts[i], "0123456789abcdef") != "" {
+			return ""
+		}
+	}
+	return tp
 }
 
 // Outcome is how a call ended: a result, or a CNI error.

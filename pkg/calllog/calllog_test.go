@@ -182,7 +182,12 @@ func TestTraceParent(t *testing.T) {
 	for tp, want := range map[string]string{
 		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01":    "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
 		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\nx": "",
-		"garbage": "", "": "",
+		"garbage": "", "": "", "---": "",
+		"00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01":  "",
+		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-011": "",
+		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b716920333-01":   "",
+		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-": "",
+		"0g-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01":  "",
 	} {
 		if got := ValidTraceParent(tp); got != want {
 			t.Errorf("ValidTraceParent(%q) = %q, want %q", tp, got, want)

@@ -2,21 +2,32 @@ package types
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 )
 
-// idPattern is what container IDs and network names must look like: they
-// become parts of file paths and rule comments.
-var idPattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$`)
+// isID reports whether s is what container IDs and network names must look
+// like, since they become parts of file paths and rule comments: a letter
+// or digit, then letters, digits, '_', '.' and '-'. (Written out rather
+// than a regular expression compiled at start-up: every plugin process
+// pays for its package initialisation.)
+func isID(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '_' && c != '.' && c != '-') {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // MaxIfNameLen is the kernel's limit on interface names (IFNAMSIZ - 1).
 const MaxIfNameLen = 15
 
 // ValidateContainerID checks a container ID; a bad one wraps ErrInvalidEnv.
 func ValidateContainerID(id string) error {
-	if !idPattern.MatchString(id) {
+	if !isID(id) {
 		return Errorf(ErrInvalidEnv, "CNI_CONTAINERID %q: must start with a letter or digit and hold only letters, digits, '_', '.' and '-'", id)
 	}
 	return nil
@@ -27,7 +38,7 @@ func ValidateNetworkName(name string) error {
 	if name == "" {
 		return Errorf(ErrInvalidConfig, "name: missing network name")
 	}
-	if !idPattern.MatchString(name) {
+	if !isID(name) {
 		return Errorf(ErrInvalidConfig, "name %q: must start with a letter or digit and hold only letters, digits, '_', '.' and '-'", name)
 	}
 	return nil

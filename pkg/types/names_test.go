@@ -6,8 +6,8 @@ import (
 )
 
 func TestValidateNames(t *testing.T) {
-	good := []string{"a", "abc-DEF_1.2", "0"}
-	bad := []string{"", "-a", ".a", "a/b", "a b", "é", "a\x00"}
+	good := []string{"a", "abc-DEF_1.2", "0", "Z9", "a-", "a..b"}
+	bad := []string{"", "-a", ".a", "_a", "a/b", "a b", "é", "aé", "a\x00", "a\n", "a:b", "a+b"}
 	for _, s := range good {
 		if err := ValidateContainerID(s); err != nil {
 			t.Errorf("ValidateContainerID(%q) = %v", s, err)
@@ -55,5 +55,17 @@ func TestCodeAndToError(t *testing.T) {
 	}
 	if _, err := DecodeError([]byte(`{}`)); err == nil {
 		t.Fatal("DecodeError({}) succeeded")
+	}
+}
+
+func TestSchemaMAC(t *testing.T) {
+	for s, want := range map[string]bool{
+		"0a:1B:2c:3D:4e:5F": true, "00:00:00:00:00:00": true,
+		"": false, "0a:1b:2c:3d:4e": false, "0a:1b:2c:3d:4e:5f:": false, "0a-1b-2c-3d-4e-5f": false,
+		"0g:1b:2c:3d:4e:5f": false, "0a:1b:2c:3d:4e:5": false, "0a:1b:2c:3d:4e5f0": false,
+	} {
+		if got := isSchemaMAC(s); got != want {
+			t.Errorf("isSchemaMAC(%q) = %v, want %v", s, got, want)
+		}
 	}
 }
