@@ -20,6 +20,7 @@ type options struct {
 	parallel        int
 	leases          int
 	hostLocalOnly   bool
+	statusOnly      bool
 	burstN, burstK  int
 	busyRules       int
 	busyN           int
@@ -39,6 +40,7 @@ func parseFlags() (*options, error) {
 	flag.IntVar(&o.busyRules, "busy", 10000, "kube-proxy-style NAT rules of the busy-node run (0: none)")
 	flag.IntVar(&o.busyN, "busy-n", 60, "containers per chain in the busy-node run")
 	flag.IntVar(&o.burstK, "burst-k", 12, "pods of the burst started at a time")
+	flag.BoolVar(&o.statusOnly, "status-only", false, "measure the chains' STATUS alone")
 	flag.BoolVar(&o.hostLocalOnly, "host-local-only", false, "measure host-local alone (no chains)")
 	flag.Parse()
 	for _, s := range strings.Split(sizes, ",") {

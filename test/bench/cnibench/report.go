@@ -50,6 +50,11 @@ func (rep *report) markdown() string {
 		fmt.Fprintf(&b, "| busy node, %s, N=%d: ADD median with %d NAT rules ÷ without | %.1f ms ÷ %.1f ms = %.2f |\n",
 			bn.Chain, bn.N, bn.Rules, bn.BusyAddMS, bn.QuietAddMS, bn.BusyAddMS/bn.QuietAddMS)
 	}
+	for _, st := range rep.Status {
+		fmt.Fprintf(&b, "| STATUS of the %s chain (libcni), host-local holding %d leases: median ours ÷ floor's (p95) | %.2f ms ÷ %.2f ms = %.2f (%.2f ms, %.2f ms) |\n",
+			st.Chain, st.Leases, st.Ours.Median, st.Floor.Median, st.Ours.Median/st.Floor.Median, st.Ours.P95, st.Floor.P95)
+		fmt.Fprintf(&b, "| STATUS of the %s chain, each of our plugins (median ms) | %s |\n", st.Chain, perPluginCell(st.PerPlugin))
+	}
 	if u := rep.Upgrade; u != nil {
 		fmt.Fprintf(&b, "| host-local on disk, %d reference leases just written: first ADD ÷ reading every lease once | %.0f ms ÷ %.0f ms = %.2f |\n",
 			u.Leases, u.FirstMS, u.ScanMS, u.FirstMS/u.ScanMS)
@@ -69,6 +74,16 @@ func (rep *report) markdown() string {
 		fmt.Fprintf(&b, "| peak RSS of %s | %s |\n", plugin, peakCell(byVerb))
 	}
 	return b.String()
+}
+
+func perPluginCell(m map[string]float64) string {
+	var parts []string
+	for _, p := range []string{"bridge", "host-local", "tuning", "portmap"} {
+		if v, ok := m[p]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.1f", p, v))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func peakCell(byVerb map[string]int64) string {

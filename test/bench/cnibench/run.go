@@ -31,6 +31,7 @@ type report struct {
 	Upgrade        *Upgrade                      `json:"host_local_upgrade_on_disk"`
 	Bursts         []*Burst                      `json:"bursts"`
 	Busy           []*BusyNode                   `json:"busy_node"`
+	Status         []*StatusRow                  `json:"status"`
 	PeakKB         map[string]map[string]int64   `json:"peak_rss_kb"`
 	PerPlugin      map[string]map[string]float64 `json:"per_plugin_median_ms"`
 	Command        string                        `json:"command"`
@@ -67,6 +68,9 @@ func runAll(o *options) (*report, error) {
 	if err := floorDir(o.tools, floor); err != nil {
 		return nil, err
 	}
+	if o.statusOnly {
+		return rep, rep.status(o, floor)
+	}
 	for _, n := range o.sizes {
 		for _, c := range ours { // each backend alone on the node, paired with the floor
 			if err := rep.sequential(o, floor, []*chain{floorChain, c}, n); err != nil {
@@ -76,7 +80,7 @@ func runAll(o *options) (*report, error) {
 	}
 	var errs []error
 	if len(ours) > 0 {
-		errs = append(errs, rep.inProcess(o, floor, netnses[:o.sizes[0]]), rep.parallel(o, ours))
+		errs = append(errs, rep.inProcess(o, floor, netnses[:o.sizes[0]]), rep.status(o, floor), rep.parallel(o, ours))
 		errs = append(errs, rep.bursts(o, floor, floorChain, ours), rep.busyNode(o, floor, floorChain, ours))
 	}
 	errs = append(errs, rep.hostLocal(o, netnses[0]))
