@@ -54,8 +54,13 @@ func newHarness(kind string) *harness {
 // run runs one verb in-process through the skel.
 func (h *harness) run(t *testing.T, command, conf string, env ...string) (string, *types.Error) {
 	t.Helper()
-	p := &plugin{host: h.host, newBackend: func(_ context.Context, kind string) (firewall.Backend, error) {
+	p := &plugin{host: h.host, newBackend: func(ctx context.Context, kind string) (firewall.Backend, error) {
 		h.kinds = append(h.kinds, kind)
+		if kind == "" { // as firewall.New: choosing checks that the choice is usable
+			if err := h.fw.Usable(ctx); err != nil {
+				return nil, err
+			}
+		}
 		return h.fw, nil
 	}}
 	sp := &skel.Plugin{Name: "portmap", Add: p.Add, Check: p.Check, Del: p.Del, GC: p.GC, Status: p.Status}
@@ -169,13 +174,18 @@ func TestGCKeepsValid(t *testing.T) {
 
 func TestStatus(t *testing.T) {
 	h := newHarness(firewall.KindNFTables)
-	st := `{"cniVersion":"1.1.0","name":"net1","type":"portmap"}`
-	if _, e := h.run(t, "STATUS", st); e != nil {
-		t.Errorf("STATUS: %+v", e)
-	}
-	h.fw.Err = types.Errorf(types.ErrNotAvailable, "no nftables")
-	if _, e := h.run(t, "STATUS", st); e == nil || e.Code != 50 {
-		t.Errorf("STATUS with an unusable backend = %+v, want code 50", e)
+	for _, st := range []string{
+		`{"cniVersion":"1.1.0","name":"net1","type":"portmap"}`,
+		`{"cniVersion":"1.1.0","name":"net1","type":"portmap","backend":"nftables"}`,
+	} {
+		h.fw.Err = nil
+		if _, e := h.run(t, "STATUS", st); e != nil {
+			t.Errorf("STATUS %s: %+v", st, e)
+		}
+		h.fw.Err = types.Errorf(types.ErrNotAvailable, "no nftables")
+		if _, e := h.run(t, "STATUS", st); e == nil || e.Code != 50 {
+			t.Errorf("STATUS %s with an unusable backend = %+v, want code 50", st, e)
+		}
 	}
 }
 

@@ -197,8 +197,12 @@ func (p *plugin) Status(ctx context.Context, a *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	be, err := p.backend(ctx, c)
-	if err == nil {
+	kind, err := c.backendKind()
+	if err != nil {
+		return err
+	}
+	be, err := p.newBackend(ctx, kind)
+	if err == nil && kind != "" { // without a backend key, the choice checked it
 		err = be.Usable(ctx)
 	}
 	if err != nil && !errors.Is(err, types.ErrNotAvailable) && !errors.Is(err, types.ErrInvalidConfig) {
