@@ -202,11 +202,34 @@ func (b *Batch) DelElem(t Table, set string, key []byte) {
 // comment writes none. An expression that cannot be encoded fails the
 // batch.
 func (b *Batch) AddRule(t Table, chain string, exprs []expr.Any, comment string) {
+	b.addRule(t, chain, exprs, func(ae *netlink.AttributeEncoder) {
+		if comment != "" {
+			ae.Bytes(unix.NFTA_RULE_USERDATA, userdata.AppendString(nil, userdata.TypeComment, comment))
+		}
+	})
+}
+
+// AddXTRule appends a rule the way iptables-nft does: no user data, and
+// the compat attribute carrying the rule's layer-4 protocol ("-p"; 0 for
+// none), which the kernel hands to xt matches and targets that require
+// one (such as "-m sctp").
+// Equivalent to: iptables -A <chain> <spec>
+func (b *Batch) AddXTRule(t Table, chain string, exprs []expr.Any, proto uint32) {
+	b.addRule(t, chain, exprs, func(ae *netlink.AttributeEncoder) {
+		ae.Nested(unix.NFTA_RULE_COMPAT, func(c *netlink.AttributeEncoder) error {
+			c.Uint32(unix.NFTA_RULE_COMPAT_PROTO, proto)
+			c.Uint32(unix.NFTA_RULE_COMPAT_FLAGS, 0)
+			return nil
+		})
+	})
+}
+
+func (b *Batch) addRule(t Table, chain string, exprs []expr.Any, extra func(ae *netlink.AttributeEncoder)) {
 	var list []byte
 	for _, e := range exprs {
 		data, err := expr.Marshal(t.Proto(), e)
 		if err != nil {
-			b.Fail(fmt.Errorf("rule of %s %s (comment %q): %w", t, chain, comment, err))
+			b.Fail(fmt.Errorf("rule of %s %s: %w", t, chain, err))
 			return
 		}
 		list = append(list, encodeAttrs(func(ae *netlink.AttributeEncoder) {
@@ -217,8 +240,6 @@ func (b *Batch) AddRule(t Table, chain string, exprs []expr.Any, comment string)
 		ae.String(unix.NFTA_RULE_TABLE, t.Name)
 		ae.String(unix.NFTA_RULE_CHAIN, chain)
 		ae.Do(unix.NLA_F_NESTED|unix.NFTA_RULE_EXPRESSIONS, func() ([]byte, error) { return list, nil })
-		if comment != "" {
-			ae.Bytes(unix.NFTA_RULE_USERDATA, userdata.AppendString(nil, userdata.TypeComment, comment))
-		}
+		extra(ae)
 	}))
 }

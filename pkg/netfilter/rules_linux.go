@@ -23,6 +23,9 @@ type Rule struct {
 	Comment string // the nft comment, or the text of an iptables-nft "-m comment"
 	Jump    string
 	Exprs   []byte // NFTA_RULE_EXPRESSIONS as the kernel dumped it
+	// Userdata is NFTA_RULE_USERDATA as the kernel dumped it (nil when the
+	// rule has none, as iptables-nft's rules).
+	Userdata []byte
 }
 
 func decodeRule(b []byte) (Rule, error) {
@@ -37,7 +40,8 @@ func decodeRule(b []byte) (Rule, error) {
 		case unix.NFTA_RULE_HANDLE:
 			r.Handle = ad.Uint64()
 		case unix.NFTA_RULE_USERDATA:
-			r.Comment, _ = userdata.GetString(ad.Bytes(), userdata.TypeComment)
+			r.Userdata = ad.Bytes()
+			r.Comment, _ = userdata.GetString(r.Userdata, userdata.TypeComment)
 		case unix.NFTA_RULE_EXPRESSIONS:
 			r.Exprs = ad.Bytes()
 			xt, jump := scanExprs(r.Exprs)

@@ -15,9 +15,10 @@ import (
 	"cnisuite/pkg/types"
 )
 
-// Backend writes with one `iptables-restore --noflush --wait` payload
-// per family and call, and reads only the owner's own chains
-// (`iptables -t nat -S <chain>`), never the whole table. Spoof checks are
+// Backend writes one transaction per family and call: over netlink with
+// iptables-nft, else (and as the fallback) one `iptables-restore --noflush
+// --wait` payload. It reads only the owner's own chains (over netlink, or
+// `iptables -t nat -S <chain>`), never the whole table. Spoof checks are
 // bridge-family rules, as is the isolation: NFTChains writes them with
 // nftables.
 type Backend struct {
@@ -26,6 +27,11 @@ type Backend struct {
 	// go over netlink (see netlink_linux.go).
 	nft  bool
 	node node
+	// restoreOnly makes Ensure write with iptables-restore even with
+	// iptables-nft; writes counts how Ensure wrote. Tests compare the two
+	// writers and observe the fallbacks with them.
+	restoreOnly bool
+	writes      struct{ restore, netlink int }
 }
 
 // New returns the iptables backend, reading over netlink when iptables is
@@ -121,13 +127,14 @@ func (b *Backend) nftConn() (*netfilter.Conn, error) {
 	return conn, nil
 }
 
-// Ensure writes the owner's chains and entries, one payload per family
+// Ensure writes the owner's chains and entries, one transaction per family
 // that has something to write. With iptables-nft, a family whose chains
 // and jumps are already in place, or that has nothing of the owner and
-// needs nothing, costs a few netlink reads and no process.
+// needs nothing, costs a few netlink reads; a write is one netlink
+// transaction, and no process starts.
 func (b *Backend) Ensure(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) error {
 	err := b.eachFamily(func(conn *netfilter.Conn, t ipt, v4 bool) error {
-		return b.ensureFamily(ctx, conn, o, t, iptDesired(o, r, v4))
+		return b.ensureFamily(ctx, conn, o, t, r)
 	})
 	if err != nil {
 		return err
@@ -158,19 +165,47 @@ func (b *Backend) eachFamily(fn func(conn *netfilter.Conn, t ipt, v4 bool) error
 	return nil
 }
 
-func (b *Backend) ensureFamily(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner, t ipt, desired []iptUnit) error {
-	existing := map[string][]string{}
-	read := true
-	if conn != nil {
-		done, any, err := t.inPlaceNL(conn, o, desired)
-		if err != nil {
-			return types.Errorf(types.ErrIO, "%s: %w", o, err)
-		}
-		if done {
+func (b *Backend) ensureFamily(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner, t ipt, r fwtypes.Rules) error {
+	desired := iptDesired(o, r, t.v4())
+	if conn == nil {
+		return b.ensureRestore(ctx, o, t, desired, true)
+	}
+	done, st, err := t.inPlaceNL(conn, o, desired)
+	if err != nil {
+		return types.Errorf(types.ErrIO, "%s: %w", o, err)
+	}
+	if done {
+		return nil
+	}
+	if !b.restoreOnly && !hasConditions(r, t.v4()) {
+		if err := t.ensureNL(conn, o, desired, st); err == nil {
+			b.writes.netlink++
 			return nil
 		}
-		read = any // chains to rewrite: their rules are needed as text
+		// Not encodable, no table nat or built-in chain yet, or a
+		// concurrent writer: iptables-restore, once.
 	}
+	// Chains to rewrite: their rules are needed as text.
+	return b.ensureRestore(ctx, o, t, desired, len(st.present) > 0)
+}
+
+// hasConditions reports whether the user's free-form iptables conditions
+// apply to the family: only iptables-restore can write them.
+func hasConditions(r fwtypes.Rules, v4 bool) bool {
+	if r.PortMaps == nil {
+		return false
+	}
+	if v4 {
+		return len(r.PortMaps.ConditionsV4) > 0
+	}
+	return len(r.PortMaps.ConditionsV6) > 0
+}
+
+// ensureRestore writes the family's desired chains with one
+// iptables-restore, after reading the owner's existing chains as text when
+// read is set.
+func (b *Backend) ensureRestore(ctx context.Context, o fwtypes.Owner, t ipt, desired []iptUnit, read bool) error {
+	existing := map[string][]string{}
 	if read {
 		var err error
 		if existing, err = t.read(ctx, iptProbeChains(o)); err != nil {
@@ -181,6 +216,7 @@ func (b *Backend) ensureFamily(ctx context.Context, conn *netfilter.Conn, o fwty
 	if len(desired) == 0 && len(existing) == 0 {
 		return nil
 	}
+	b.writes.restore++
 	if err := t.restore(ctx, iptEnsurePayload(o, desired, existing)); err != nil {
 		return fmt.Errorf("%s: %w", o, err)
 	}

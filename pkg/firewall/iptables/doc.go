@@ -4,9 +4,16 @@
 // POSTROUTING; masquerades packets carrying the mark bit that CNIS-DN- sets,
 // or nothing with an external mark chain).
 //
-// Writing is one `iptables-restore --noflush --wait` payload per family
-// that has something to write. With iptables-nft (the binary resolves to
-// xtables-nft-multi), reads go over netlink (pkg/netfilter): the owner's
+// With iptables-legacy, writing is one `iptables-restore --noflush --wait`
+// payload per family that has something to write. With iptables-nft (the
+// binary resolves to xtables-nft-multi), Ensure writes the same rules over
+// netlink, one transaction per family, encoded exactly as iptables-nft
+// 1.8.9 encodes them (package xtnft), so iptables-save, iptables -D and
+// iptables-restore see what iptables-restore would have written; it falls
+// back to iptables-restore for user conditions, when table nat or a
+// built-in chain is missing (iptables-restore creates them), and once
+// after a failed transaction (see write_linux.go). Reads go over netlink
+// (pkg/netfilter): the owner's
 // own chains, whose use counts tell CHECK their jumps are there; DEL (and
 // an ADD over existing chains) dumps the built-in chains holding the jumps,
 // the one read that grows with the number of attachments. An ADD finding

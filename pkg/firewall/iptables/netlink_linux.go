@@ -13,8 +13,8 @@ import (
 // ip nat and ip6 nat, and rules carry their "-m comment" text in an xt
 // match. The backend then reads them over netlink (no iptables -S fork,
 // nothing that translates every rule of a built-in chain) and deletes by
-// rule handle; only writing goes through iptables-restore, whose rules
-// iptables -S must be able to print back.
+// rule handle; it writes over netlink too, as iptables-nft encodes the
+// rules (write_linux.go), so that iptables -S prints them back.
 
 // natTable returns the nftables table behind the family's nat table.
 func (t ipt) natTable() netfilter.Table {
@@ -129,26 +129,27 @@ func (t ipt) removeNL(conn *netfilter.Conn, o fwtypes.Owner, batch *netfilter.Ba
 	return nil
 }
 
+// familyNL is what Ensure read of a family over netlink: the owner
+// chains present (with their rules' comments) and, when there are any, the
+// built-in chains that may jump to them.
+type familyNL struct {
+	present map[string][]string
+	parents parentRules
+}
+
 // inPlaceNL reports whether the family already holds exactly the desired
 // owner chains (by their rules' digest comments) and their jumps, and no
-// other owner chain: then Ensure has nothing to write. It also reports
-// whether the owner has any chain in the family.
-func (t ipt) inPlaceNL(conn *netfilter.Conn, o fwtypes.Owner, desired []iptUnit) (done, any bool, err error) {
-	present, err := t.presentNL(conn, iptOwnerChains(o))
-	if err != nil {
-		return false, false, err
+// other owner chain: then Ensure has nothing to write. It returns what it
+// read, for the write.
+func (t ipt) inPlaceNL(conn *netfilter.Conn, o fwtypes.Owner, desired []iptUnit) (done bool, st familyNL, err error) {
+	st.present, err = t.presentNL(conn, iptOwnerChains(o))
+	if err != nil || len(st.present) == 0 {
+		return err == nil && len(desired) == 0, st, err
 	}
-	if len(present) != len(desired) {
-		return false, len(present) > 0, nil
+	if st.parents, err = t.parents(conn, keys(st.present)); err != nil {
+		return false, st, err
 	}
-	if len(desired) == 0 {
-		return true, false, nil
-	}
-	parents, err := t.parents(conn, keys(present))
-	if err != nil {
-		return false, true, err
-	}
-	return unitsMatch(o, desired, present, parents), true, nil
+	return len(st.present) == len(desired) && unitsMatch(o, desired, st.present, st.parents), st, nil
 }
 
 // unitsMatch compares desired chains with the comments read back, and

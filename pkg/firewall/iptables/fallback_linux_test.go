@@ -1,0 +1,129 @@
+package iptables
+
+import (
+	"context"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/internal/fwtest"
+	"cnisuite/test/sandbox"
+)
+
+// TestEnsureFallsBackToRestore: user conditions, and a namespace without
+// table nat, are written with iptables-restore; once it made the table,
+// the next call goes over netlink.
+func TestEnsureFallsBackToRestore(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	t.Run("conditions", func(t *testing.T) {
+		fwtest.InNS(t, func() {
+			primeNAT(t)
+			b := New()
+			r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ConditionsV4 = []string{"!", "-i", "cni0"} })
+			if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
+				t.Fatalf("Ensure: %v", err)
+			}
+			if b.writes.restore != 1 || b.writes.netlink != 1 {
+				t.Errorf("Ensure wrote %+v, want IPv4 (with conditions) by iptables-restore, IPv6 over netlink", b.writes)
+			}
+			if err := b.Check(ctx, fwtest.PortOwner, r); err != nil {
+				t.Errorf("Check: %v", err)
+			}
+		})
+	})
+	t.Run("no_nat_table", func(t *testing.T) {
+		fwtest.InNS(t, func() {
+			b := New()
+			r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV6 = nil })
+			if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
+				t.Fatalf("Ensure: %v", err)
+			}
+			if b.writes.restore != 1 || b.writes.netlink != 0 {
+				t.Errorf("Ensure without table nat wrote %+v, want one iptables-restore", b.writes)
+			}
+			other := fwtest.PortOwner
+			other.ContainerID = "ctr2"
+			if err := b.Ensure(ctx, other, r); err != nil {
+				t.Fatalf("Ensure of a second owner: %v", err)
+			}
+			if b.writes.restore != 1 || b.writes.netlink != 1 {
+				t.Errorf("Ensure after table nat exists wrote %+v, want one netlink transaction more", b.writes)
+			}
+			for _, o := range []fwtypes.Owner{fwtest.PortOwner, other} {
+				if err := b.Check(ctx, o, r); err != nil {
+					t.Errorf("Check(%s): %v", o, err)
+				}
+			}
+		})
+	})
+}
+
+// TestNetlinkDNATForwards: a connection to a mapped host port reaches the
+// "container" address through the DNAT rule Ensure wrote over netlink
+// (node-local traffic: the OUTPUT jump).
+func TestNetlinkDNATForwards(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	fwtest.InNS(t, func() {
+		lo, err := netlink.LinkByName("lo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := netlink.LinkSetUp(lo); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range []string{"10.88.0.2/32", "192.0.2.1/32"} {
+			if err := netlink.AddrAdd(lo, &netlink.Addr{IPNet: fwtest.CIDR(t, a)}); err != nil {
+				t.Fatalf("adding %s to lo: %v", a, err)
+			}
+		}
+		primeNAT(t)
+		b := New()
+		r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) {
+			p.ContainerV6, p.SNAT, p.Mappings = nil, false, p.Mappings[:1] // tcp 8080 → 80
+		})
+		if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
+			t.Fatalf("Ensure: %v", err)
+		}
+		if b.writes.netlink != 1 || b.writes.restore != 0 {
+			t.Fatalf("Ensure wrote %+v, want one netlink transaction", b.writes)
+		}
+		if got := exchange(t, "10.88.0.2:80", "192.0.2.1:8080"); got != "hello" {
+			t.Errorf("192.0.2.1:8080 answered %q, want the listener on 10.88.0.2:80", got)
+		}
+	})
+}
+
+// exchange listens on addr, connects to via and returns what the listener
+// read; all on the calling goroutine (its thread is in the namespace).
+func exchange(t *testing.T, addr, via string) string {
+	t.Helper()
+	l, err := net.Listen("tcp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.DialTimeout("tcp4", via, 2*time.Second)
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", via, err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	c.(*net.TCPConn).CloseWrite()
+	l.(*net.TCPListener).SetDeadline(time.Now().Add(2 * time.Second))
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatalf("accepting on %s: %v", addr, err)
+	}
+	defer s.Close()
+	s.SetReadDeadline(time.Now().Add(2 * time.Second))
+	got, _ := io.ReadAll(s)
+	return string(got)
+}
