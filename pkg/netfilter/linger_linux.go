@@ -3,6 +3,7 @@ package netfilter
 import (
 	"io"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -35,9 +36,36 @@ func Linger(_ []string, stdin io.Reader) error {
 	return err
 }
 
+// handOff, when set, is a process that outlives the caller anyway and
+// takes the sockets instead of a linger helper of their own (bridge's DEL
+// hands them to the helper that deletes its veth): it reports whether it
+// took fd, having made the kernel hold a reference of its own.
+var handOff struct {
+	sync.Mutex
+	to func(fd int) bool
+}
+
+// SetHandOff makes closeDetached give sockets to f before it starts a
+// helper; nil goes back to starting one.
+func SetHandOff(f func(fd int) bool) {
+	handOff.Lock()
+	defer handOff.Unlock()
+	handOff.to = f
+}
+
+func handedOff(fd int) bool {
+	handOff.Lock()
+	defer handOff.Unlock()
+	return handOff.to != nil && handOff.to(fd)
+}
+
 // closeDetached closes fd without waiting for the kernel's deferred
 // release, and reports whether it could; false leaves fd open.
 func closeDetached(fd int) bool {
+	if handedOff(fd) {
+		unix.Close(fd)
+		return true
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return false

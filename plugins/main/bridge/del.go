@@ -23,11 +23,15 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	// Started before anything else, so that its start-up overlaps ours.
+	h := startDelHelper(a.Netns)
+	defer h.release()
 	at, err := p.open(conf, a, false)
 	if err != nil {
 		return err
 	}
 	defer at.close()
+	at.del = h
 	// The three removals are independent, and run at the same time: deleting
 	// a veth returns only after the kernel's RCU barrier (10-25 ms here,
 	// whatever else happens), time in which the lease and the rules go.

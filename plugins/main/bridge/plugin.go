@@ -44,6 +44,8 @@ type attach struct {
 	// hostLink is the host veth as last read (ADD).
 	hostLink netlink.Link
 	tm       *stepTimer // nil unless tracing
+	// del is DEL's helper (delhelper.go); nil otherwise.
+	del *delHelper
 }
 
 // open opens the netns (when given) and the netlink handles. For ADD and

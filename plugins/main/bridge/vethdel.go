@@ -13,12 +13,22 @@ package main
 // out the kernel's wait and exits. When anything about this goes wrong, DEL
 // waits for the helper, then deletes synchronously (a no-op when the helper
 // succeeded).
+//
+// The same helper sits out the other wait of a DEL: closing the netfilter
+// socket that deleted the attachment's rules (pkg/netfilter, linger). DEL
+// starts it first thing, before it has even looked the veth up, so that its
+// start-up overlaps DEL's own work; DEL then sends it the link's index on
+// its stdin and the sockets over a Unix socket, and one process, not two,
+// outlives the call. The helper exits once the deletion is done and DEL has
+// let go of its end of the Unix socket (at its exit at the latest).
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
-	"syscall"
+	"strings"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -31,46 +41,106 @@ import (
 	"cnisuite/pkg/ns"
 )
 
-// vethDeleteHelper is the helper that deletes a link: its arguments are
-// the container netns and the index of the link there.
+// vethDeleteHelper is the helper of a DEL: its arguments are the
+// container netns and the number of the descriptor on which sockets to
+// hold arrive ("-": none); its stdin carries the index of the link to
+// delete ("0": none); it answers "ok" or the error on stdout.
 const vethDeleteHelper = "bridge-veth-delete"
 
 // deleteAnnounceTimeout bounds the wait for the kernel's announcements.
 const deleteAnnounceTimeout = 10 * time.Second
 
 // helpers are the helper processes the bridge binary answers (main and
-// TestMain dispatch them): the veth deletion and the netfilter socket's
-// linger after DEL removed rules.
+// TestMain dispatch them): the DEL helper, and the netfilter socket's
+// linger for a DEL that could not start it.
 func helpers() helper.Set {
 	return helper.Set{vethDeleteHelper: deleteVeth, netfilter.LingerHelper: netfilter.Linger}
 }
 
-// deleteVeth is the helper's body: args are the netns path and the index.
-func deleteVeth(args []string, _ io.Reader) error {
+// deleteVeth is the helper's body (see vethDeleteHelper).
+func deleteVeth(args []string, stdin io.Reader) error {
 	if len(args) != 2 {
-		return fmt.Errorf("want a netns path and a link index, got %q", args)
+		return fmt.Errorf("want a netns path and a descriptor, got %q", args)
 	}
-	if err := deleteByIndex(args[0], args[1]); err != nil {
-		return fmt.Errorf("deleting link %s in %s: %w", args[1], args[0], err)
+	held, err := holdSockets(args[1])
+	if err != nil {
+		return err
+	}
+	err = deleteRequested(args[0], stdin)
+	status := "ok"
+	if err != nil {
+		status = err.Error()
+	}
+	fmt.Fprintln(os.Stdout, status)
+	<-held
+	return err
+}
+
+// deleteRequested deletes the link whose index stdin names, if any. It
+// opens the netns while the starter is still looking the link up.
+func deleteRequested(path string, stdin io.Reader) error {
+	h, openErr := handleIn(path)
+	if h != nil {
+		defer h.Close()
+	}
+	line, err := bufio.NewReader(stdin).ReadString('\n')
+	index := strings.TrimSpace(line)
+	if index == "0" || (err != nil && index == "") {
+		return nil // nothing to delete (or the starter is gone)
+	}
+	if openErr == nil {
+		openErr = deleteByIndex(h, index)
+	}
+	if openErr != nil {
+		return fmt.Errorf("deleting link %s in %s: %w", index, path, openErr)
 	}
 	return nil
 }
 
-func deleteByIndex(path, index string) error {
+// holdSockets receives sockets on descriptor fd ("-": none) until its
+// other end closes, and keeps them open until this process exits; the
+// channel closes at that end.
+func holdSockets(fd string) (<-chan struct{}, error) {
+	done := make(chan struct{})
+	if fd == "-" {
+		close(done)
+		return done, nil
+	}
+	n, err := strconv.Atoi(fd)
+	if err != nil || n < 3 {
+		return nil, fmt.Errorf("bad descriptor %q", fd)
+	}
+	go func() {
+		defer close(done)
+		buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
+		for i := 0; i < maxHeld; i++ {
+			m, oobn, _, _, err := unix.Recvmsg(n, buf, oob, unix.MSG_CMSG_CLOEXEC)
+			if err != nil || m == 0 && oobn == 0 {
+				return // the starter let go
+			}
+		}
+	}()
+	return done, nil
+}
+
+// maxHeld bounds the sockets a helper takes: a DEL closes one or two.
+const maxHeld = 64
+
+// handleIn opens a netlink handle in the netns at path.
+func handleIn(path string) (*netlink.Handle, error) {
+	n, err := ns.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer n.Close()
+	return netlink.NewHandleAt(netns.NsHandle(n.Fd()), unix.NETLINK_ROUTE)
+}
+
+func deleteByIndex(h *netlink.Handle, index string) error {
 	idx, err := strconv.Atoi(index)
 	if err != nil || idx <= 0 {
 		return fmt.Errorf("bad index %q", index)
 	}
-	n, err := ns.Open(path)
-	if err != nil {
-		return err
-	}
-	defer n.Close()
-	h, err := netlink.NewHandleAt(netns.NsHandle(n.Fd()), unix.NETLINK_ROUTE)
-	if err != nil {
-		return err
-	}
-	defer h.Close()
 	err = h.LinkDel(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: idx}})
 	if err != nil && !link.IsNotFound(err) {
 		return err
@@ -78,12 +148,13 @@ func deleteByIndex(path, index string) error {
 	return nil
 }
 
-// deleteVethDetached deletes the veth pair whose container end is c and
-// returns once both ends are gone (see above). It returns false, having
-// done nothing, when c's peer is not a veth of the host namespace.
+// deleteVethDetached deletes the veth pair whose container end is c
+// through the DEL helper and returns once both ends are gone (see above).
+// It returns false, having done nothing, when there is no helper or c's
+// peer is not a veth of the host namespace.
 func (at *attach) deleteVethDetached(c *netlink.Veth) (bool, error) {
 	peer := c.ParentIndex
-	if peer <= 0 {
+	if at.del == nil || peer <= 0 {
 		return false, nil
 	}
 	if h, err := at.host.LinkByIndex(peer); err != nil || h.Type() != "veth" {
@@ -99,21 +170,17 @@ func (at *attach) deleteVethDetached(c *netlink.Veth) (bool, error) {
 		defer stop()
 		subs = append(subs, ch)
 	}
-	cmd := helper.Command(vethDeleteHelper, at.args.Netns, strconv.Itoa(c.Index))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if !at.del.deleteLink(c.Index) {
 		return false, nil
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	done := at.tm.step("vethAnnouncedGone")
-	if awaitDeleted(subs, c.Index, peer, exited) {
+	if awaitDeleted(subs, c.Index, peer, at.del.result) {
 		done()
 		return true, nil
 	}
 	done = at.tm.step("vethFallback")
 	defer done()
-	<-exited // the helper's own outcome no longer matters: delete (again)
+	at.del.wait() // the helper's own outcome no longer matters: delete (again)
 	return true, link.DeleteLink(at.cont, c.Name)
 }
 

@@ -65,23 +65,28 @@ func TestMain(m *testing.M) {
 
 func TestVethHelperRequests(t *testing.T) {
 	tests := []struct {
-		name string
-		args []string
-		env  []string
-		want int
+		name  string
+		args  []string
+		env   []string
+		stdin string
+		want  int
 	}{
-		{"not_a_request", []string{"bridge"}, nil, -1},
-		{"old_environment_is_no_request", []string{"bridge"}, []string{"CNISUITE_BRIDGE_DELETE_NETNS=/x", "CNISUITE_BRIDGE_DELETE_INDEX=2"}, -1},
-		{"no_arguments", []string{"bridge", helper.Flag, vethDeleteHelper}, nil, 1},
-		{"bad_index", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent", "x"}, nil, 1},
-		{"missing_netns", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent", "2"}, nil, 1},
-		{"unknown_helper", []string{"bridge", helper.Flag, "bogus"}, nil, 2},
-		{"with_cni_environment", []string{"bridge", helper.Flag, vethDeleteHelper, "/x", "2"}, []string{"CNI_COMMAND=DEL"}, 2},
+		{"not_a_request", []string{"bridge"}, nil, "", -1},
+		{"old_environment_is_no_request", []string{"bridge"}, []string{"CNISUITE_BRIDGE_DELETE_NETNS=/x", "CNISUITE_BRIDGE_DELETE_INDEX=2"}, "", -1},
+		{"no_arguments", []string{"bridge", helper.Flag, vethDeleteHelper}, nil, "", 1},
+		{"no_descriptor", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent"}, nil, "0\n", 1},
+		{"bad_descriptor", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent", "x"}, nil, "0\n", 1},
+		{"bad_index", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent", "-"}, nil, "x\n", 1},
+		{"missing_netns", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent", "-"}, nil, "2\n", 1},
+		{"nothing_to_delete", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent", "-"}, nil, "0\n", 0},
+		{"starter_gone", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent", "-"}, nil, "", 0},
+		{"unknown_helper", []string{"bridge", helper.Flag, "bogus"}, nil, "", 2},
+		{"with_cni_environment", []string{"bridge", helper.Flag, vethDeleteHelper, "/x", "-"}, []string{"CNI_COMMAND=DEL"}, "", 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			code, handled := helper.Run(tt.args, tt.env, strings.NewReader(""), &stderr, helpers())
+			code, handled := helper.Run(tt.args, tt.env, strings.NewReader(tt.stdin), &stderr, helpers())
 			if !handled {
 				code = -1
 			}
