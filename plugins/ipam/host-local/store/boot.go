@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Leases after a reboot. Network namespaces never survive a reboot, so a
@@ -27,6 +28,10 @@ import (
 //     since, possibly in this boot), exactly the leases our index listed at
 //     its last commit and that still name the same attachment. A lease the
 //     reference wrote after our last call is kept: it may be from this boot.
+//
+// Until the first rebuild after an upgrade, the index of the previous
+// release (index_v1.go) is ours too: its stamp and its entries count like
+// those of the buckets.
 //
 // Without a record (the first call of this version, or a dataDir on a tmpfs
 // that a reboot emptied anyway), the boot is recorded and nothing released.
@@ -102,13 +107,16 @@ func (s *Store) releaseEarlierBoots() error {
 
 func (s *Store) earlierBootLeases() ([]leaseEntry, error) {
 	stamped, err := s.indexStamped()
+	if err == nil && !stamped {
+		stamped, err = s.v1Stamped()
+	}
 	if err != nil {
 		return nil, err
 	}
 	if stamped {
 		return s.scan()
 	}
-	listed, err := s.indexEntries()
+	listed, err := s.listedLeases()
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +133,20 @@ func (s *Store) earlierBootLeases() ([]leaseEntry, error) {
 	return out, nil
 }
 
-// indexEntries reads every lease the index lists, stamped or not.
+// listedLeases reads every lease our index lists, stamped or not, and
+// those the previous release's index lists, when it is still there (the
+// first call after an upgrade). A lease listed twice is released twice,
+// which is harmless.
+func (s *Store) listedLeases() ([]leaseEntry, error) {
+	ours, err := s.indexEntries()
+	if err != nil {
+		return nil, err
+	}
+	v1, err := s.v1IndexEntries()
+	return append(ours, v1...), err
+}
+
+// indexEntries reads every lease the buckets list.
 func (s *Store) indexEntries() ([]leaseEntry, error) {
 	entries, err := os.ReadDir(s.indexDir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -136,17 +157,14 @@ func (s *Store) indexEntries() ([]leaseEntry, error) {
 	}
 	var out []leaseEntry
 	for _, e := range entries {
-		if e.Name() == stampName {
-			continue
+		if strings.HasPrefix(e.Name(), ".") {
+			continue // the stamp and the spare
 		}
-		data, err := os.ReadFile(s.indexPathOf(e.Name()))
+		listed, err := s.readBucket(e.Name())
 		if err != nil {
-			return nil, ioErr("reading lease index", err)
+			return nil, err
 		}
-		owner, ips, _ := parseIndexFile(data)
-		for _, ip := range ips {
-			out = append(out, leaseEntry{ip: ip, owner: owner})
-		}
+		out = append(out, listed...)
 	}
 	return out, nil
 }

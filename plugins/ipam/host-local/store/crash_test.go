@@ -38,7 +38,7 @@ func TestCrashHelper(t *testing.T) {
 			}
 		}
 	}
-	if os.Getenv("HOSTLOCAL_CRASH_PHASE") == "add" {
+	if phase := os.Getenv("HOSTLOCAL_CRASH_PHASE"); phase == "add" || phase == "upgrade" {
 		arm()
 	}
 	if err := addBoth(s); err != nil {
@@ -77,18 +77,23 @@ func delAll(s *Store, w types.Attachment) error {
 	return errors.Join(err, s.Unlock())
 }
 
-// TestCrashPoints kills an ADD, and a DEL, between every two writes, then
-// checks that every lease on disk is complete, and that a DEL — or a GC with
-// no valid attachment — leaves nothing but lock and last_reserved_ip.*.
+// TestCrashPoints kills an ADD, a DEL, and the first ADD after an upgrade
+// from the previous release's index, between every two writes, then checks
+// that every lease on disk is complete, that the previous release would not
+// trust its index unless it is whole, and that a DEL — or a GC with no valid
+// attachment — leaves nothing but lock and last_reserved_ip.*.
 func TestCrashPoints(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the test binary dozens of times")
 	}
-	for _, phase := range []string{"add", "del"} {
+	for _, phase := range []string{"add", "del", "upgrade"} {
 		for _, cleanup := range []string{"del", "gc"} {
 			crashes := 0
 			for at := 1; at <= 60; at++ {
 				dataDir := t.TempDir()
+				if phase == "upgrade" {
+					seedUpgrade(t, dataDir)
+				}
 				code := runCrashChild(t, dataDir, phase, at)
 				if code == 0 {
 					break
@@ -121,27 +126,23 @@ func runCrashChild(t *testing.T, dataDir, phase string, at int) int {
 	return -1
 }
 
+// seedUpgrade leaves what the previous release leaves: a lease of c2 and
+// its stamped index.
+func seedUpgrade(t *testing.T, dataDir string) {
+	writeRef(t, filepath.Join(dataDir, "net"), map[string]string{"10.0.0.7": "c2\r\neth0", lockName: ""})
+	writeV1Index(t, dataDir, map[types.Attachment][]string{a("c2", "eth0"): {"10.0.0.7"}}, true)
+}
+
 func checkAfterCrash(t *testing.T, dataDir, cleanup string) {
 	dir := filepath.Join(dataDir, "net")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if net.ParseIP(e.Name()) == nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil || string(data) != "c1\r\neth0" {
-			t.Errorf("lease %s after the crash = %q, %v; want a complete lease", e.Name(), data, err)
-		}
-	}
+	checkLeasesComplete(t, dir)
+	checkV1Index(t, dataDir)
 	s, err := Open(dataDir, "net")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cleanup == "del" {
-		err = delAll(s, a("c1", "eth0"))
+		err = errors.Join(delAll(s, a("c1", "eth0")), delAll(s, a("c2", "eth0")))
 	} else {
 		err = s.Lock(context.Background())
 		if err == nil {
@@ -153,7 +154,7 @@ func checkAfterCrash(t *testing.T, dataDir, cleanup string) {
 		t.Fatalf("%s after the crash = %v", cleanup, err)
 	}
 	var left []string
-	entries, _ = os.ReadDir(dir)
+	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if e.Name() != lockName && !strings.HasPrefix(e.Name(), lastReservedPrefix) {
 			left = append(left, e.Name())
@@ -161,5 +162,43 @@ func checkAfterCrash(t *testing.T, dataDir, cleanup string) {
 	}
 	if len(left) > 0 {
 		t.Errorf("%s after the crash left %v", cleanup, left)
+	}
+}
+
+// checkLeasesComplete fails on a lease that is not one of the complete
+// leases ADD (c1) or the previous release (c2) writes.
+func checkLeasesComplete(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if net.ParseIP(e.Name()) == nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil || (string(data) != "c1\r\neth0" && string(data) != "c2\r\neth0") {
+			t.Errorf("lease %s after the crash = %q, %v; want a complete lease", e.Name(), data, err)
+		}
+	}
+}
+
+// checkV1Index fails when the previous release, rolled back to now, would
+// trust an index of its own that lacks its file: its stamp must be gone or
+// its index whole.
+func checkV1Index(t *testing.T, dataDir string) {
+	t.Helper()
+	s, err := Open(dataDir, "net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamped, err := s.v1Stamped()
+	if err != nil || !stamped {
+		return
+	}
+	listed, err := s.v1IndexEntries()
+	if err != nil || len(listed) != 1 {
+		t.Errorf("the previous release's index is stamped but lists %v, %v; want its one lease", listed, err)
 	}
 }

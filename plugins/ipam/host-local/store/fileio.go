@@ -9,9 +9,13 @@ import (
 )
 
 // writeNew writes content to a new file of mode 0600 at path. A file left
-// there by a crashed run is removed first rather than truncated: it may be a
-// hard link to a lease.
+// there by a crashed run is removed rather than truncated: it may be a hard
+// link to a lease. The usual case, no such file, costs no unlink(2).
 func writeNew(path string, content []byte) error {
+	err := createNew(path, content)
+	if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
 	if err := removeIfExists(path); err != nil {
 		return err
 	}
@@ -73,10 +77,75 @@ func exchange(spare, path string, content []byte) error {
 	return os.Rename(spare, path)
 }
 
-// removeIfExists removes path; an absent file is not an error.
+// removeIfExists removes the file path; an absent file is not an error.
+// Unlike os.Remove it makes one system call: unlink(2), never rmdir(2).
 func removeIfExists(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	err := retryEINTR(func() error { return unix.Unlink(path) })
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return &fs.PathError{Op: "remove", Path: path, Err: err}
 	}
 	return nil
+}
+
+// maxEINTR bounds the retries of a system call interrupted by a signal.
+const maxEINTR = 100
+
+// readFile reads the whole file at path. See readFileAt.
+func readFile(path string) ([]byte, error) { return readFileAt(unix.AT_FDCWD, path) }
+
+// readFileAt reads the whole file name, relative to the directory open as
+// dirfd, with openat, read until end of file and close. os.ReadFile also
+// tries to register every file with the poller and stats it (six more
+// system calls): a full scan reads every lease, thousands of them.
+func readFileAt(dirfd int, name string) ([]byte, error) {
+	var fd int
+	err := retryEINTR(func() (err error) {
+		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	data, err := readAll(fd)
+	// Closing a file only read cannot lose data; a failure changes nothing.
+	_ = unix.Close(fd)
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+	}
+	return data, nil
+}
+
+// readAll reads fd to its end. Leases and stamps are small: one read holds
+// everything and a second finds the end. A file that fills the first read
+// (a bucket) is sized with fstat(2), then read in one more call.
+func readAll(fd int) ([]byte, error) {
+	buf := make([]byte, 0, 512)
+	for {
+		if len(buf) == cap(buf) {
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				return nil, err
+			}
+			buf = append(make([]byte, 0, max(int(st.Size)+1, 2*cap(buf))), buf...)
+		}
+		var n int
+		err := retryEINTR(func() (err error) {
+			n, err = unix.Read(fd, buf[len(buf):cap(buf)])
+			return err
+		})
+		if err != nil || n == 0 {
+			return buf, err
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
+// retryEINTR calls fn again while a signal interrupts it, at most maxEINTR
+// times.
+func retryEINTR(fn func() error) error {
+	err := fn()
+	for i := 0; i < maxEINTR && errors.Is(err, unix.EINTR); i++ {
+		err = fn()
+	}
+	return err
 }

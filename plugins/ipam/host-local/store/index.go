@@ -1,16 +1,15 @@
 package store
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/types"
 )
@@ -22,104 +21,78 @@ const stampLag = 5 * time.Second
 
 func (s *Store) indexPathOf(name string) string { return filepath.Join(s.indexDir, name) }
 
-// indexKey names the index file of an attachment; container IDs and
-// interface names are not trusted as file names.
-func indexKey(a types.Attachment) string {
-	sum := sha256.Sum256([]byte(a.ContainerID + "\x00" + a.IfName))
-	return hex.EncodeToString(sum[:16])
+// readBucket returns every lease a bucket lists; a missing bucket lists none.
+func (s *Store) readBucket(name string) ([]leaseEntry, error) {
+	text, err := s.readBucketText(name)
+	return parseBucket([]byte(text)), err
+}
+
+func (s *Store) readBucketText(name string) (string, error) {
+	data, err := readFile(s.indexPathOf(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", ioErr("reading lease index", err)
+	}
+	return string(data), nil
+}
+
+// writeBucket replaces a bucket atomically, so that a bucket on disk is
+// always one that some call wrote whole; whether it matches the lease files
+// is the stamp's business. The content goes into the index's one spare
+// file, which then swaps places with the bucket (exchange) and is emptied,
+// so that no copy of what the bucket listed before stays behind. A bucket
+// left with nothing to list is removed.
+func (s *Store) writeBucket(name, text string) error {
+	path, spare := s.indexPathOf(name), s.indexPathOf(spareName)
+	var err error
+	if text == "" {
+		err = removeIfExists(path)
+	} else if err = exchange(spare, path, []byte(text)); err == nil {
+		err = unix.Truncate(spare, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = nil // the bucket was new: rename(2) used the spare up
+		}
+	}
+	if err != nil {
+		return ioErr("updating lease index", err)
+	}
+	s.point("index-updated")
+	return nil
 }
 
 // indexGet returns the addresses the index lists for a (unconfirmed).
 func (s *Store) indexGet(a types.Attachment) ([]net.IP, error) {
-	data, err := os.ReadFile(s.indexPathOf(indexKey(a)))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	text, err := s.readBucketText(bucketOf(a))
 	if err != nil {
-		return nil, ioErr("reading lease index", err)
+		return nil, err
 	}
-	owner, ips, ok := parseIndexFile(data)
-	if !ok || owner != a {
-		return nil, nil
-	}
-	return ips, nil
+	return bucketAddresses(text, a), nil
 }
 
-// parseIndexFile reads an index file: the attachment on its first two
-// lines, then one address a line (the inverse of indexContent); ok is false
-// for a file too short to name its attachment.
-func parseIndexFile(data []byte) (owner types.Attachment, ips []net.IP, ok bool) {
-	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	if len(lines) < 2 {
-		return types.Attachment{}, nil, false
-	}
-	for _, l := range lines[2:] {
-		if ip := net.ParseIP(l); ip != nil {
-			ips = append(ips, ip)
-		}
-	}
-	return types.Attachment{ContainerID: lines[0], IfName: lines[1]}, ips, true
-}
-
-// indexAdd appends ip to the index file of a, creating it when missing.
-// Index files are written in place: a crash half-way leaves the stamp
-// invalid (begin), so a torn index file is never trusted.
+// indexAdd lists ip under a in its bucket.
 func (s *Store) indexAdd(a types.Attachment, ip net.IP) error {
-	f, err := os.OpenFile(s.indexPathOf(indexKey(a)), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return ioErr("updating lease index", err)
-	}
-	fi, err := f.Stat()
-	if err == nil {
-		line := ip.String() + "\n"
-		if fi.Size() == 0 {
-			line = a.ContainerID + "\n" + a.IfName + "\n" + line
-		}
-		_, err = f.WriteString(line)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return ioErr("updating lease index", err)
-	}
-	s.point("index-updated")
-	return nil
-}
-
-// indexRemove drops ip from the index file of a, removing the file when it
-// lists nothing else.
-func (s *Store) indexRemove(a types.Attachment, ip net.IP) error {
-	ips, err := s.indexGet(a)
+	name := bucketOf(a)
+	text, err := s.readBucketText(name)
 	if err != nil {
 		return err
 	}
-	var keep []net.IP
-	for _, x := range ips {
-		if !x.Equal(ip) {
-			keep = append(keep, x)
-		}
-	}
-	path := s.indexPathOf(indexKey(a))
-	if len(keep) == 0 {
-		err = removeIfExists(path)
-	} else {
-		err = overwrite(path, indexContent(a, keep))
-	}
-	if err != nil {
-		return ioErr("updating lease index", err)
-	}
-	s.point("index-updated")
-	return nil
+	return s.writeBucket(name, text+bucketLine(leaseEntry{ip: ip, owner: a}))
 }
 
-func indexContent(a types.Attachment, ips []net.IP) []byte {
-	var b strings.Builder
-	b.WriteString(a.ContainerID + "\n" + a.IfName + "\n")
-	for _, ip := range ips {
-		b.WriteString(ip.String() + "\n")
+// indexRemove drops ip under a from its bucket.
+func (s *Store) indexRemove(a types.Attachment, ip net.IP) error {
+	name := bucketOf(a)
+	text, err := s.readBucketText(name)
+	if err != nil {
+		return err
 	}
-	return []byte(b.String())
+	kept, found := bucketWithout(text, bucketLine(leaseEntry{ip: ip, owner: a}))
+	if !found {
+		return nil
+	}
+	return s.writeBucket(name, kept)
 }
 
 // stampText is the fixed-width text of a stamp; writing it in place never
@@ -145,11 +118,17 @@ func (s *Store) ensureIndex() error {
 // time of the network directory, i.e. nothing changed it since our last
 // commit.
 func (s *Store) indexStamped() (bool, error) {
-	dirInfo, err := os.Stat(s.dir)
+	return stampMatches(s.dir, s.indexPathOf(stampName))
+}
+
+// stampMatches reports whether the stamp file holds the modification time
+// of dir; a missing stamp matches nothing.
+func stampMatches(dir, stamp string) (bool, error) {
+	dirInfo, err := os.Stat(dir)
 	if err != nil {
 		return false, ioErr("checking lease directory", err)
 	}
-	data, err := os.ReadFile(s.indexPathOf(stampName))
+	data, err := readFile(stamp)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, ioErr("reading lease index stamp", err)
 	}
@@ -162,7 +141,13 @@ func (s *Store) begin() error {
 	if s.dirty {
 		return nil
 	}
-	if err := overwrite(s.indexPathOf(stampName), []byte(invalidStamp)); err != nil {
+	err := overwrite(s.indexPathOf(stampName), []byte(invalidStamp))
+	if errors.Is(err, fs.ErrNotExist) {
+		// No index yet: the boot release changes leases before the first
+		// rebuild (Lock).
+		err = os.MkdirAll(s.indexDir, 0o700)
+	}
+	if err != nil {
 		return ioErr("invalidating lease index", err)
 	}
 	s.dirty = true
@@ -176,44 +161,58 @@ type leaseEntry struct {
 	owner types.Attachment
 }
 
-// scan reads every lease file.
+// scan reads every lease file, each opened relative to the network
+// directory (readFileAt): on the first call after an upgrade or after the
+// reference plugin wrote, this is most of the time spent.
 func (s *Store) scan() ([]leaseEntry, error) {
 	names, err := s.leaseNames()
-	if err != nil {
+	if err != nil || len(names) == 0 {
 		return nil, err
 	}
+	dirfd, err := unix.Open(s.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, ioErr("listing leases", &fs.PathError{Op: "open", Path: s.dir, Err: err})
+	}
+	// Closing a directory only read cannot fail in a way that matters.
+	defer func() { _ = unix.Close(dirfd) }()
 	out := make([]leaseEntry, 0, len(names))
 	for _, name := range names {
-		ip := net.ParseIP(name)
-		owner, ok, err := s.Owner(ip)
+		data, err := readFileAt(dirfd, name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
 		if err != nil {
-			return nil, err
+			return nil, ioErr("reading lease in "+s.dir, err)
 		}
-		if ok {
-			out = append(out, leaseEntry{ip: ip, owner: owner})
-		}
+		out = append(out, leaseEntry{ip: net.ParseIP(name), owner: parseLease(data)})
 	}
 	return out, nil
 }
 
-// rebuild writes a new index from leases and stamps it fresh.
+// rebuild writes a new index from leases and stamps it fresh. It removes
+// the index of the previous format first (index_v1.go), and writes at most
+// one file per bucket.
 func (s *Store) rebuild(leases []leaseEntry) error {
 	s.dirty = true
+	if err := s.removeV1Index(); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(s.indexDir); err != nil {
 		return ioErr("removing stale lease index", err)
 	}
 	if err := os.MkdirAll(s.indexDir, 0o700); err != nil {
 		return ioErr("creating lease index", err)
 	}
-	byOwner := map[types.Attachment][]net.IP{}
+	buckets := map[string][]leaseEntry{}
 	for _, l := range leases {
 		if l.owner.ContainerID != "" {
-			byOwner[l.owner] = append(byOwner[l.owner], l.ip)
+			name := bucketOf(l.owner)
+			buckets[name] = append(buckets[name], l)
 		}
 	}
-	for a, ips := range byOwner {
+	for name, entries := range buckets {
 		// The directory was just made empty: no stale file to unlink first.
-		if err := createNew(s.indexPathOf(indexKey(a)), indexContent(a, ips)); err != nil {
+		if err := createNew(s.indexPathOf(name), bucketContent(entries)); err != nil {
 			return ioErr("writing lease index", err)
 		}
 	}

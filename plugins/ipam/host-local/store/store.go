@@ -6,15 +6,18 @@
 //	<dataDir>/<network>/lock                  flock(2)ed around every change
 //
 // The lease files are the only source of truth. To find the leases of one
-// attachment without reading every lease file, the store keeps an index, one
-// small file per attachment, under <dataDir>/.host-local-index/<network>/.
+// attachment without reading every lease file, the store keeps an index
+// under <dataDir>/.host-local-index2/<network>/: 64 bucket files, each
+// listing the leases of the attachments whose hash falls in it (bucket.go).
 // The index is trusted only while its stamp file holds the modification
-// time of the network directory. A change removes the stamp first; its
+// time of the network directory. A change invalidates the stamp first; its
 // commit sets the directory's time to an instant in the past and writes that
 // instant into the stamp. Any other change of the network directory — by the
 // reference plugin or an operator — gives the directory the current time,
-// and a crash half-way leaves no stamp: either way the next Lock rebuilds
-// the index from the lease files.
+// and a crash half-way leaves the stamp invalid: either way the next Lock
+// rebuilds the index from the lease files. The index of the previous
+// release (one file per attachment under .host-local-index/) is never
+// trusted, and removed by the rebuild (index_v1.go).
 package store
 
 import (
@@ -37,15 +40,17 @@ const (
 	lastReservedPrefix = "last_reserved_ip."
 	leaseTmpName       = ".lease.tmp"
 	spareSuffix        = ".swap" // last_reserved_ip.<n>.swap: spare for exchange
-	indexRootName      = ".host-local-index"
+	indexRootName      = ".host-local-index2"
 	stampName          = ".stamp"
+	spareName          = ".spare" // spare of exchange for the buckets
 )
 
 // Store is the lease directory of one network. Every method but Open,
 // Exists, Count and Taken needs the lock (Lock).
 type Store struct {
 	dir      string // <dataDir>/<network>
-	indexDir string // <dataDir>/.host-local-index/<network>
+	indexDir string // <dataDir>/.host-local-index2/<network>
+	v1Index  string // <dataDir>/.host-local-index/<network>, the previous format
 	lock     *os.File
 	dirty    bool   // changed since the last stamp
 	broken   bool   // a change failed half-way: leave the index stale
@@ -68,6 +73,7 @@ func Open(dataDir, network string) (*Store, error) {
 	return &Store{
 		dir:      filepath.Join(dataDir, network),
 		indexDir: filepath.Join(dataDir, indexRootName, network),
+		v1Index:  filepath.Join(dataDir, v1IndexRootName, network),
 		boot:     currentBoot(),
 	}, nil
 }
@@ -202,7 +208,7 @@ func releaseErr(ip net.IP, owner types.Attachment, dir string, err error) error 
 // Owner returns the attachment a lease file names, with IfName empty for a
 // legacy lease; ok is false when ip is not leased.
 func (s *Store) Owner(ip net.IP) (owner types.Attachment, ok bool, err error) {
-	data, err := os.ReadFile(s.path(leaseName(ip)))
+	data, err := readFile(s.path(leaseName(ip)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return types.Attachment{}, false, nil
 	}
@@ -254,7 +260,7 @@ func (s *Store) confirmed(key, want types.Attachment) ([]net.IP, error) {
 
 // LastReserved returns the last address reserved in range set set, or nil.
 func (s *Store) LastReserved(set int) (net.IP, error) {
-	data, err := os.ReadFile(s.path(fmt.Sprintf("%s%d", lastReservedPrefix, set)))
+	data, err := readFile(s.path(fmt.Sprintf("%s%d", lastReservedPrefix, set)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -97,7 +97,7 @@ func TestReferenceFormatWritten(t *testing.T) {
 	idx := filepath.Join(dataDir, indexRootName, "net")
 	for _, name := range []string{filepath.Join(dir, "10.0.0.2"), filepath.Join(dir, "2001:db8::2"),
 		filepath.Join(dir, "last_reserved_ip.0"), filepath.Join(dir, "lock"),
-		filepath.Join(idx, stampName), filepath.Join(idx, indexKey(a("c1", "eth0")))} {
+		filepath.Join(idx, stampName), filepath.Join(idx, bucketOf(a("c1", "eth0")))} {
 		fi, err := os.Stat(name)
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,90 @@
+package store
+
+import (
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"cnisuite/pkg/types"
+)
+
+// The index of the previous release: one file per attachment, named by its
+// whole key, under <dataDir>/.host-local-index/<network>/, with a stamp of
+// the same format as ours. This release never looks up a lease in it. It
+// lives in another directory than ours, so neither release ever reads the
+// other's stamp as its own. This release removes it when it builds its own
+// index, so that a rollback finds no stamp there and rebuilds; until then,
+// the boot release (boot.go) reads it to know what that release had
+// leased before the reboot.
+const v1IndexRootName = ".host-local-index"
+
+// removeV1Index removes the index of the previous release, its stamp first:
+// a crash half-way leaves that release, after a rollback, an unstamped
+// index that it rebuilds, never a stamped one with files missing.
+func (s *Store) removeV1Index() error {
+	if _, err := os.Lstat(s.v1Index); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := removeIfExists(filepath.Join(s.v1Index, stampName)); err != nil {
+		return ioErr("removing the lease index of the previous release", err)
+	}
+	s.point("v1-stamp-removed")
+	if err := os.RemoveAll(s.v1Index); err != nil {
+		return ioErr("removing the lease index of the previous release", err)
+	}
+	// The root goes with its last network; while other networks still have
+	// theirs, rmdir(2) fails with ENOTEMPTY, which is expected.
+	_ = os.Remove(filepath.Dir(s.v1Index))
+	return nil
+}
+
+// v1Stamped reports whether the previous release's stamp matches the
+// network directory: nothing changed the directory since its last commit.
+func (s *Store) v1Stamped() (bool, error) {
+	return stampMatches(s.dir, filepath.Join(s.v1Index, stampName))
+}
+
+// v1IndexEntries reads every lease the previous release's index lists.
+func (s *Store) v1IndexEntries() ([]leaseEntry, error) {
+	entries, err := os.ReadDir(s.v1Index)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, ioErr("reading the lease index of the previous release", err)
+	}
+	var out []leaseEntry
+	for _, e := range entries {
+		if e.Name() == stampName {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(s.v1Index, e.Name()))
+		if err != nil {
+			return nil, ioErr("reading the lease index of the previous release", err)
+		}
+		owner, ips := parseV1IndexFile(data)
+		for _, ip := range ips {
+			out = append(out, leaseEntry{ip: ip, owner: owner})
+		}
+	}
+	return out, nil
+}
+
+// parseV1IndexFile reads a file of the previous index: the attachment on
+// its first two lines, then one address a line. A file too short to name
+// its attachment lists nothing.
+func parseV1IndexFile(data []byte) (owner types.Attachment, ips []net.IP) {
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) < 2 {
+		return types.Attachment{}, nil
+	}
+	for _, l := range lines[2:] {
+		if ip := net.ParseIP(l); ip != nil {
+			ips = append(ips, ip)
+		}
+	}
+	return types.Attachment{ContainerID: lines[0], IfName: lines[1]}, ips
+}
