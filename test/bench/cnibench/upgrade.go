@@ -18,7 +18,7 @@ type Upgrade struct {
 	// directory written at the same moment: the floor of any full scan.
 	ScanMS float64 `json:"full_scan_ms"`
 	// Next is the 20 ADDs after the first; Empty the same on an empty
-	// directory of the same disk.
+	// directory of the same disk, interleaved with them.
 	Next  Stats `json:"next_adds"`
 	Empty Stats `json:"empty_adds"`
 }
@@ -49,13 +49,23 @@ func upgradeAtScale(bin, netns string, leases int) (*Upgrade, error) {
 		return nil, err
 	}
 	up.FirstMS = first[0].Seconds() * 1000
-	next, err := timedAdds(bin, netns, ours, "next", 20)
-	if err != nil {
-		return nil, err
+	// Interleaved, one ADD on each directory in turn: the disk still
+	// writes out the 20,000 files just seeded, and both sides must see the
+	// same disk.
+	var next, base []time.Duration
+	for i := 0; i < 20; i++ {
+		n, err := timedAdds(bin, netns, ours, fmt.Sprintf("next-%d", i), 1)
+		if err != nil {
+			return nil, err
+		}
+		b, err := timedAdds(bin, netns, empty, fmt.Sprintf("empty-%d", i), 1)
+		if err != nil {
+			return nil, err
+		}
+		next, base = append(next, n...), append(base, b...)
 	}
-	base, err := timedAdds(bin, netns, empty, "empty", 20)
 	up.Next, up.Empty = summarise(next), summarise(base)
-	return up, err
+	return up, nil
 }
 
 // readAll reads every file of dir once.
