@@ -202,7 +202,7 @@ func (b *Batch) DelElem(t Table, set string, key []byte) {
 // comment writes none. An expression that cannot be encoded fails the
 // batch.
 func (b *Batch) AddRule(t Table, chain string, exprs []expr.Any, comment string) {
-	b.addRule(t, chain, exprs, func(ae *netlink.AttributeEncoder) {
+	b.addRule(t, chain, exprs, 0, func(ae *netlink.AttributeEncoder) {
 		if comment != "" {
 			ae.Bytes(unix.NFTA_RULE_USERDATA, userdata.AppendString(nil, userdata.TypeComment, comment))
 		}
@@ -215,7 +215,18 @@ func (b *Batch) AddRule(t Table, chain string, exprs []expr.Any, comment string)
 // one (such as "-m sctp").
 // Equivalent to: iptables -A <chain> <spec>
 func (b *Batch) AddXTRule(t Table, chain string, exprs []expr.Any, proto uint32) {
-	b.addRule(t, chain, exprs, func(ae *netlink.AttributeEncoder) {
+	b.addXTRule(t, chain, exprs, proto, 0)
+}
+
+// AddXTRuleEcho is AddXTRule asking the kernel to send the rule it
+// created, with its handle, back to the socket: ApplyEcho returns it.
+// Equivalent to: iptables -A <chain> <spec>, then reading its handle
+func (b *Batch) AddXTRuleEcho(t Table, chain string, exprs []expr.Any, proto uint32) {
+	b.addXTRule(t, chain, exprs, proto, netlink.Echo)
+}
+
+func (b *Batch) addXTRule(t Table, chain string, exprs []expr.Any, proto uint32, flags netlink.HeaderFlags) {
+	b.addRule(t, chain, exprs, flags, func(ae *netlink.AttributeEncoder) {
 		ae.Nested(unix.NFTA_RULE_COMPAT, func(c *netlink.AttributeEncoder) error {
 			c.Uint32(unix.NFTA_RULE_COMPAT_PROTO, proto)
 			c.Uint32(unix.NFTA_RULE_COMPAT_FLAGS, 0)
@@ -224,7 +235,7 @@ func (b *Batch) AddXTRule(t Table, chain string, exprs []expr.Any, proto uint32)
 	})
 }
 
-func (b *Batch) addRule(t Table, chain string, exprs []expr.Any, extra func(ae *netlink.AttributeEncoder)) {
+func (b *Batch) addRule(t Table, chain string, exprs []expr.Any, flags netlink.HeaderFlags, extra func(ae *netlink.AttributeEncoder)) {
 	var list []byte
 	for _, e := range exprs {
 		data, err := expr.Marshal(t.Proto(), e)
@@ -236,7 +247,7 @@ func (b *Batch) addRule(t Table, chain string, exprs []expr.Any, extra func(ae *
 			ae.Do(unix.NLA_F_NESTED|unix.NFTA_LIST_ELEM, func() ([]byte, error) { return data, nil })
 		})...)
 	}
-	b.push(unix.NFT_MSG_NEWRULE, netlink.Create|netlink.Append, t, encodeAttrs(func(ae *netlink.AttributeEncoder) {
+	b.push(unix.NFT_MSG_NEWRULE, netlink.Create|netlink.Append|flags, t, encodeAttrs(func(ae *netlink.AttributeEncoder) {
 		ae.String(unix.NFTA_RULE_TABLE, t.Name)
 		ae.String(unix.NFTA_RULE_CHAIN, chain)
 		ae.Do(unix.NLA_F_NESTED|unix.NFTA_RULE_EXPRESSIONS, func() ([]byte, error) { return list, nil })

@@ -270,11 +270,45 @@ func (n *Conn) Rules(family byte, table, chain string) ([]Rule, error) {
 // Apply sends the batch as one transaction and waits for the kernel's
 // answer to each message: all of it is applied, or none.
 func (n *Conn) Apply(b *Batch) error {
+	_, err := n.ApplyEcho(b)
+	return err
+}
+
+// RuleByHandle reads one rule of a chain by its handle; false when the
+// chain or the rule does not exist.
+// Equivalent to: nft -a list chain <family> <table> <chain> | grep "handle <handle>"
+func (n *Conn) RuleByHandle(family byte, table, chain string, handle uint64) (Rule, bool, error) {
+	if len(table) > maxName || len(chain) > maxName {
+		return Rule{}, false, nil
+	}
+	data := encodeAttrs(func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_RULE_TABLE, table)
+		ae.String(unix.NFTA_RULE_CHAIN, chain)
+		ae.Uint64(unix.NFTA_RULE_HANDLE, handle)
+	})
+	msgs, err := n.execute(netlink.Message{
+		Header: netlink.Header{Type: nftMsgType(unix.NFT_MSG_GETRULE), Flags: netlink.Request},
+		Data:   append(nfgen(family), data...),
+	})
+	if errors.Is(err, unix.ENOENT) || err == nil && (len(msgs) == 0 || len(msgs[0].Data) < 4) {
+		return Rule{}, false, nil
+	}
+	if err != nil {
+		return Rule{}, false, fmt.Errorf("reading rule %d of %s %s: %w", handle, table, chain, err)
+	}
+	r, err := decodeRule(msgs[0].Data[4:])
+	return r, err == nil, err
+}
+
+// ApplyEcho is Apply, returning the rules the kernel echoed (those added
+// with AddXTRuleEcho), handles included, as far as they came before its
+// last answer.
+func (n *Conn) ApplyEcho(b *Batch) ([]Rule, error) {
 	if b.err != nil {
-		return b.err
+		return nil, b.err
 	}
 	if b.Empty() {
-		return nil
+		return nil, nil
 	}
 	begin := netlink.Message{
 		Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_MSG_BATCH_BEGIN), Flags: netlink.Request},
@@ -284,11 +318,15 @@ func (n *Conn) Apply(b *Batch) error {
 	end.Header.Type = netlink.HeaderType(unix.NFNL_MSG_BATCH_END)
 	first, err := n.send(append(append([]netlink.Message{begin}, b.msgs...), end))
 	if err != nil {
-		return fmt.Errorf("sending nftables transaction: %w", err)
+		return nil, fmt.Errorf("sending nftables transaction: %w", err)
 	}
 	n.deleted = n.deleted || b.Deletes()
 	// Messages first+1 … first+len(b.msgs) each get an ack or an error.
+	ours := func(m netlink.Message) bool {
+		return m.Header.Sequence > first && m.Header.Sequence <= first+uint32(len(b.msgs))
+	}
 	var errs []error
+	var echoed []Rule
 	for acked := 0; acked < len(b.msgs); {
 		msgs, err := n.recv()
 		if err != nil {
@@ -296,19 +334,24 @@ func (n *Conn) Apply(b *Batch) error {
 			break
 		}
 		for _, m := range msgs {
-			if m.Header.Type != netlink.Error || m.Header.Sequence <= first || m.Header.Sequence > first+uint32(len(b.msgs)) {
-				continue
-			}
-			acked++
-			if err := errno(m); err != nil {
-				errs = append(errs, err)
+			switch {
+			case !ours(m):
+			case m.Header.Type == nftMsgType(unix.NFT_MSG_NEWRULE) && len(m.Data) >= 4:
+				if r, err := decodeRule(m.Data[4:]); err == nil {
+					echoed = append(echoed, r)
+				}
+			case m.Header.Type == netlink.Error:
+				acked++
+				if err := errno(m); err != nil {
+					errs = append(errs, err)
+				}
 			}
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("nftables transaction of %d messages: %w", len(b.msgs), errors.Join(errs...))
+		return nil, fmt.Errorf("nftables transaction of %d messages: %w", len(b.msgs), errors.Join(errs...))
 	}
-	return nil
+	return echoed, nil
 }
 
 // ListRules is rules on a socket of its own.

@@ -19,6 +19,7 @@ import (
 // rule that is not ours, and decoding only these fields costs nothing per
 // expression.
 type Rule struct {
+	Chain   string
 	Handle  uint64
 	Comment string // the nft comment, or the text of an iptables-nft "-m comment"
 	Jump    string
@@ -37,6 +38,8 @@ func decodeRule(b []byte) (Rule, error) {
 	var r Rule
 	for ad.Next() {
 		switch ad.Type() {
+		case unix.NFTA_RULE_CHAIN:
+			r.Chain = ad.String()
 		case unix.NFTA_RULE_HANDLE:
 			r.Handle = ad.Uint64()
 		case unix.NFTA_RULE_USERDATA:

@@ -217,6 +217,7 @@ func (b *Backend) ensureRestore(ctx context.Context, o fwtypes.Owner, t ipt, des
 		return nil
 	}
 	b.writes.restore++
+	t.forgetJumps(o) // iptables-restore does not say which handles it gave
 	if err := t.restore(ctx, iptEnsurePayload(o, desired, existing)); err != nil {
 		return fmt.Errorf("%s: %w", o, err)
 	}
@@ -257,9 +258,18 @@ func (b *Backend) ensureNFT(ctx context.Context, o fwtypes.Owner, r fwtypes.Rule
 // iptables-nft all of it is one netlink transaction; otherwise one
 // iptables-restore per family that has chains of the owner.
 func (b *Backend) Remove(ctx context.Context, o fwtypes.Owner) error {
+	defer func() {
+		for _, v4 := range []bool{true, false} {
+			iptFor(v4).forgetJumps(o)
+		}
+	}()
 	if b.nft {
-		if err := b.removeNL(o); err == nil {
-			return nil
+		// The recorded jumps first; if they were not all of them, the
+		// kernel refused to delete a chain still in use: the dump.
+		for _, recorded := range []bool{true, false} {
+			if err := b.removeNL(o, recorded); err == nil {
+				return nil
+			}
 		}
 		// Something changed under us: the universal path below.
 	}
@@ -289,7 +299,7 @@ func removeNFTOn(conn *netfilter.Conn, o fwtypes.Owner, extra *netfilter.Batch) 
 	})
 }
 
-func (b *Backend) removeNL(o fwtypes.Owner) error {
+func (b *Backend) removeNL(o fwtypes.Owner, recorded bool) error {
 	conn, err := netfilter.Dial()
 	if err != nil {
 		return types.Errorf(types.ErrIO, "%w", err)
@@ -297,7 +307,7 @@ func (b *Backend) removeNL(o fwtypes.Owner) error {
 	defer conn.Close()
 	batch := &netfilter.Batch{}
 	for _, v4 := range []bool{true, false} {
-		if err := iptFor(v4).removeNL(conn, o, batch); err != nil {
+		if err := iptFor(v4).removeNL(conn, o, batch, recorded); err != nil {
 			return types.Errorf(types.ErrIO, "%s: %w", o, err)
 		}
 	}

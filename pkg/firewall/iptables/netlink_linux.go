@@ -103,22 +103,27 @@ func keys(m map[string][]string) []string {
 }
 
 // removeNL adds to batch the deletion of the owner chains that exist in
-// the family (every jump to them, by handle, then the chains).
-func (t ipt) removeNL(conn *netfilter.Conn, o fwtypes.Owner, batch *netfilter.Batch) error {
+// the family (every jump to them, by handle, then the chains). The jumps
+// come from the owner's file of jumps when recorded is set and it tells
+// the truth (jumps_linux.go), else from a dump of the built-in chains.
+func (t ipt) removeNL(conn *netfilter.Conn, o fwtypes.Owner, batch *netfilter.Batch, recorded bool) error {
 	present, err := t.presentNL(conn, iptOwnerChains(o))
 	if err != nil || len(present) == 0 {
 		return err
 	}
-	parents, err := t.parents(conn, keys(present))
-	if err != nil {
-		return err
-	}
-	for _, p := range iptParents {
-		for _, r := range parents[p] {
-			if _, ok := present[r.Jump]; ok {
-				batch.DelRule(t.natTable(), p, r.Handle)
-			}
+	jumps, known := []jump(nil), false
+	if recorded {
+		if jumps, known, err = t.knownJumps(conn, o, present); err != nil {
+			return err
 		}
+	}
+	if !known {
+		if jumps, err = t.dumpedJumps(conn, present); err != nil {
+			return err
+		}
+	}
+	for _, j := range jumps {
+		batch.DelRule(t.natTable(), j.parent, j.handle)
 	}
 	for chain := range sortedChains(present) {
 		batch.FlushChain(t.natTable(), chain)
@@ -127,6 +132,24 @@ func (t ipt) removeNL(conn *netfilter.Conn, o fwtypes.Owner, batch *netfilter.Ba
 		batch.DelChain(t.natTable(), chain)
 	}
 	return nil
+}
+
+// dumpedJumps finds the jumps into the present chains in a dump of the
+// built-in chains.
+func (t ipt) dumpedJumps(conn *netfilter.Conn, present map[string][]string) ([]jump, error) {
+	parents, err := t.parents(conn, keys(present))
+	if err != nil {
+		return nil, err
+	}
+	var out []jump
+	for _, p := range iptParents {
+		for _, r := range parents[p] {
+			if _, ok := present[r.Jump]; ok {
+				out = append(out, jump{parent: p, handle: r.Handle})
+			}
+		}
+	}
+	return out, nil
 }
 
 // familyNL is what Ensure read of a family over netlink: the owner

@@ -46,12 +46,20 @@ func (t ipt) ensureNL(conn *netfilter.Conn, o fwtypes.Owner, desired []iptUnit, 
 			batch.DelChain(t.natTable(), chain)
 		}
 	}
+	var kept []jump
 	for _, u := range desired {
-		if err := t.writeUnit(batch, o, u, st); err != nil {
+		k, err := t.writeUnit(batch, o, u, st)
+		if err != nil {
 			return err
 		}
+		kept = append(kept, k...)
 	}
-	return conn.Apply(batch)
+	echoed, err := conn.ApplyEcho(batch)
+	if err != nil {
+		return err
+	}
+	t.saveJumps(o, append(kept, echoedJumps(echoed, want)...))
+	return nil
 }
 
 // haveParents checks that table nat and the built-in chains the desired
@@ -73,10 +81,12 @@ func (t ipt) haveParents(conn *netfilter.Conn, desired []iptUnit) error {
 	return nil
 }
 
-// writeUnit adds to batch the writing of one owner chain and its jumps.
+// writeUnit adds to batch the writing of one owner chain and its jumps,
+// and returns the jumps already in place that it keeps; the new ones are
+// echoed back with their handles.
 // Equivalent to: iptables-restore --noflush of ":<chain> - [0:0]", its
 // rules and the missing jumps, then -D of the stale jumps.
-func (t ipt) writeUnit(batch *netfilter.Batch, o fwtypes.Owner, u iptUnit, st familyNL) error {
+func (t ipt) writeUnit(batch *netfilter.Batch, o fwtypes.Owner, u iptUnit, st familyNL) ([]jump, error) {
 	tab := t.natTable()
 	if _, had := st.present[u.chain]; had {
 		batch.FlushChain(tab, u.chain)
@@ -87,24 +97,26 @@ func (t ipt) writeUnit(batch *netfilter.Batch, o fwtypes.Owner, u iptUnit, st fa
 	for _, r := range u.rules {
 		x, err := xtnft.Encode(splitSpec(r), t.v4())
 		if err != nil {
-			return err
+			return nil, err
 		}
 		batch.AddXTRule(tab, u.chain, x.Exprs, x.Proto)
 	}
 	keep := map[uint64]bool{}
+	var kept []jump
 	for _, e := range iptEntries(o, u.chain, u.rules) {
 		x, err := xtnft.Encode(splitSpec(e.spec), t.v4())
 		if err != nil || e.insert {
-			return errors.Join(err, xtnft.ErrUnsupported)
+			return nil, errors.Join(err, xtnft.ErrUnsupported)
 		}
 		if h, ok := t.findJump(st.parents[e.parent], x, keep); ok {
 			keep[h] = true
+			kept = append(kept, jump{parent: e.parent, handle: h})
 			continue
 		}
-		batch.AddXTRule(tab, e.parent, x.Exprs, x.Proto)
+		batch.AddXTRuleEcho(tab, e.parent, x.Exprs, x.Proto)
 	}
 	t.dropJumps(batch, st.parents, u.chain, keep)
-	return nil
+	return kept, nil
 }
 
 // findJump finds a jump that is the entry x (same comment, target and

@@ -1,0 +1,154 @@
+package iptables
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/netfilter"
+)
+
+// With iptables-nft, the jumps into an owner's chains are rules of the
+// built-in chains PREROUTING, OUTPUT and POSTROUTING, which hold one or
+// more jumps per attachment of the node: finding ours by their comment
+// means dumping those chains, a read that grows with the node (800 rules
+// at 200 pods, each with its 256-byte comment; the reference's
+// `iptables -D` dumps them too). So Ensure learns the handles of the jumps
+// it writes (the kernel echoes each new rule back) and keeps them in a
+// file of the owner, and Remove deletes them by handle after reading each
+// one back by its handle: it must still be a jump into one of the owner's
+// chains carrying the owner's tag. Without a file, or with one that no
+// longer tells the truth (rules written by iptables-restore or by an
+// earlier version, a file of another network namespace, a node rebooted
+// since: /run is emptied then, as the rules are), Remove dumps the
+// built-in chains as before. A jump the file does not know makes the
+// kernel refuse to delete a chain still in use, and Remove tries again
+// with the dump.
+
+// jumpsDir holds the files, one directory per network namespace.
+const jumpsDir = "/run/cnisuite/iptables-jumps"
+
+// jump is one rule of a built-in chain that jumps into an owner chain.
+type jump struct {
+	parent string
+	handle uint64
+}
+
+// jumpsPath names the file of an owner's jumps in one family, under the
+// network namespace of the calling thread.
+// Equivalent to: /run/cnisuite/iptables-jumps/<netns inode>/<4|6>-<owner hash>
+func (t ipt) jumpsPath(o fwtypes.Owner) (string, error) {
+	fi, err := os.Stat("/proc/thread-self/ns/net")
+	if err != nil {
+		return "", err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", errors.New("no inode for the network namespace")
+	}
+	family := "6"
+	if t.v4() {
+		family = "4"
+	}
+	return filepath.Join(jumpsDir, strconv.FormatUint(st.Ino, 10), family+"-"+o.NetHash()[:6]+o.Hash()[:14]), nil
+}
+
+// saveJumps records the jumps of an owner's chains; none removes the file.
+// Failing to record costs the next Remove a dump, nothing else.
+func (t ipt) saveJumps(o fwtypes.Owner, jumps []jump) {
+	path, err := t.jumpsPath(o)
+	if err != nil {
+		return
+	}
+	if len(jumps) == 0 {
+		_ = os.Remove(path)
+		return
+	}
+	var b strings.Builder
+	for _, j := range jumps {
+		fmt.Fprintf(&b, "%s %d\n", j.parent, j.handle)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return
+	}
+	tmp := path + ".tmp"
+	if os.WriteFile(tmp, []byte(b.String()), 0o600) != nil || os.Rename(tmp, path) != nil {
+		_ = os.Remove(tmp)
+		_ = os.Remove(path) // an old file would now lie
+	}
+}
+
+// forgetJumps removes the file of an owner's jumps.
+func (t ipt) forgetJumps(o fwtypes.Owner) { t.saveJumps(o, nil) }
+
+// loadJumps reads the file of an owner's jumps; false without one.
+func (t ipt) loadJumps(o fwtypes.Owner) ([]jump, bool) {
+	path, err := t.jumpsPath(o)
+	if err != nil {
+		return nil, false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false
+	}
+	var out []jump
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		parent, h, ok := strings.Cut(line, " ")
+		handle, err := strconv.ParseUint(h, 10, 64)
+		if !ok || err != nil || !isParent(parent) {
+			return nil, false
+		}
+		out = append(out, jump{parent: parent, handle: handle})
+	}
+	return out, len(out) > 0
+}
+
+func isParent(name string) bool {
+	for _, p := range iptParents {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// knownJumps returns the owner's jumps as its file records them, each read
+// back by handle and found to be a jump into one of the present chains
+// with the owner's tag; false when there is no file or one of them is not.
+func (t ipt) knownJumps(conn *netfilter.Conn, o fwtypes.Owner, present map[string][]string) ([]jump, bool, error) {
+	jumps, ok := t.loadJumps(o)
+	if !ok {
+		return nil, false, nil
+	}
+	tag := entryTag(o)
+	for _, j := range jumps {
+		r, found, err := conn.RuleByHandle(t.nfproto(), "nat", j.parent, j.handle)
+		if err != nil {
+			return nil, false, err
+		}
+		if _, ours := present[r.Jump]; !found || !ours || r.Comment != tag {
+			return nil, false, nil
+		}
+	}
+	return jumps, true, nil
+}
+
+// echoedJumps picks, among the rules the kernel echoed, the jumps into the
+// given chains.
+func echoedJumps(echoed []netfilter.Rule, chains map[string]bool) []jump {
+	var out []jump
+	for _, r := range echoed {
+		if isParent(r.Chain) && chains[r.Jump] {
+			out = append(out, jump{parent: r.Chain, handle: r.Handle})
+		}
+	}
+	return out
+}
+
+// entryTag is the comment of an owner's jumps (see iptEntries).
+func entryTag(o fwtypes.Owner) string { return "cnisuite " + o.String() }

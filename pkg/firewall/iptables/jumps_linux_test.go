@@ -1,0 +1,109 @@
+package iptables
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/internal/fwtest"
+	"cnisuite/pkg/netfilter"
+	"cnisuite/test/sandbox"
+)
+
+// Ensure over netlink records the handles of the jumps it wrote, each a
+// jump into one of the owner's chains with the owner's tag; Remove deletes
+// everything and the record.
+func TestJumpsRecorded(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	r := fwtest.PortRules(t, func(*fwtypes.PortMaps) {})
+	fwtest.InNS(t, func() {
+		primeNAT(t)
+		b := New()
+		o := fwtest.PortOwner
+		if err := b.Ensure(ctx, o, r); err != nil {
+			t.Fatalf("Ensure: %v", err)
+		}
+		for _, v4 := range []bool{true, false} {
+			jumps, ok := iptFor(v4).loadJumps(o)
+			// DNAT: PREROUTING and OUTPUT; hairpin: POSTROUTING.
+			if !ok || len(jumps) != 3 {
+				t.Fatalf("v4=%v: recorded jumps %v, want 3", v4, jumps)
+			}
+			conn, err := netfilter.Dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			present, _ := iptFor(v4).presentNL(conn, iptOwnerChains(o))
+			if _, ok, err := iptFor(v4).knownJumps(conn, o, present); !ok || err != nil {
+				t.Errorf("v4=%v: the recorded jumps do not check out: %v", v4, err)
+			}
+			conn.Close()
+		}
+		if err := b.Remove(ctx, o); err != nil {
+			t.Fatalf("Remove: %v", err)
+		}
+		if save := saveNAT(t); strings.Contains(save, "CNIS-") {
+			t.Errorf("Remove left owner rules:\n%s", save)
+		}
+		if _, ok := iptFor(true).loadJumps(o); ok {
+			t.Error("Remove left the record of the jumps")
+		}
+	})
+}
+
+// A record that lies is not followed: one naming a rule of someone else
+// (the table was rebuilt since, say) leaves that rule alone, and one that
+// misses a jump still removes everything.
+func TestJumpsRecordNotTrusted(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV6 = nil })
+	for name, lie := range map[string]func(t *testing.T, real []jump, foreign uint64) []jump{
+		"foreign_rule": func(_ *testing.T, real []jump, foreign uint64) []jump {
+			return append([]jump{{parent: "POSTROUTING", handle: foreign}}, real[1:]...)
+		},
+		"jump_missing": func(_ *testing.T, real []jump, _ uint64) []jump { return real[1:] },
+	} {
+		t.Run(name, func(t *testing.T) {
+			fwtest.InNS(t, func() {
+				primeNAT(t)
+				out, err := exec.Command("iptables", "-w", "-t", "nat", "-A", "POSTROUTING", "-s", "192.0.2.77/32", "-j", "ACCEPT").CombinedOutput()
+				if err != nil {
+					t.Fatalf("iptables -A: %v: %s", err, out)
+				}
+				foreign := foreignHandle(t)
+				b, o := New(), fwtest.PortOwner
+				if err := b.Ensure(ctx, o, r); err != nil {
+					t.Fatalf("Ensure: %v", err)
+				}
+				real, _ := iptFor(true).loadJumps(o)
+				iptFor(true).saveJumps(o, lie(t, real, foreign))
+				if err := b.Remove(ctx, o); err != nil {
+					t.Fatalf("Remove: %v", err)
+				}
+				save := saveNAT(t)
+				if strings.Contains(save, "CNIS-") {
+					t.Errorf("Remove left owner rules:\n%s", save)
+				}
+				if !strings.Contains(save, "-A POSTROUTING -s 192.0.2.77/32 -j ACCEPT") {
+					t.Errorf("Remove deleted a rule that was not ours:\n%s", save)
+				}
+			})
+		})
+	}
+}
+
+// foreignHandle returns the handle of the one rule of POSTROUTING.
+func foreignHandle(t *testing.T) uint64 {
+	t.Helper()
+	rules, err := netfilter.ListRules(unix.NFPROTO_IPV4, "nat", "POSTROUTING")
+	if err != nil || len(rules) != 1 {
+		t.Fatalf("POSTROUTING holds %v (%v), want the one foreign rule", rules, err)
+	}
+	return rules[0].Handle
+}
