@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -26,6 +28,7 @@ type state struct {
 	rules     map[string]int    // firewall objects of the node
 	bridges   map[string]bool   // the node's bridges, kept by design
 	ruleErr   error
+	runFiles  map[string]bool // files under /run/cnisuite (records of rules)
 }
 
 // tuningSysctls are the container sysctls the tuning bases write.
@@ -54,7 +57,28 @@ func (w *world) snapshot() (*state, error) {
 		return nil, fmt.Errorf("container links: %w", err)
 	}
 	s.rules, s.ruleErr = w.firewall()
-	return s, nil
+	s.runFiles = map[string]bool{}
+	err = w.node.Do(func() error { return runFiles(s.runFiles) })
+	return s, err
+}
+
+// runFiles lists the files the plugins keep under /run/cnisuite for the
+// calling thread's network namespace (other inputs run in parallel, each
+// on a node of its own): their records of the rules they wrote (the
+// iptables jumps' handles), which DEL removes with the rules.
+func runFiles(out map[string]bool) error {
+	fi, err := os.Stat("/proc/thread-self/ns/net")
+	if err != nil {
+		return err
+	}
+	ino := fi.Sys().(*syscall.Stat_t).Ino
+	root := filepath.Join("/run/cnisuite/iptables-jumps", strconv.FormatUint(ino, 10))
+	return filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			out[p] = true
+		}
+		return nil
+	})
 }
 
 // readLinks lists the links of the calling thread's namespace with the
@@ -178,6 +202,7 @@ func leftovers(before, after *state) []string {
 	out = append(out, diffMap("container link", before.ctrLinks, after.ctrLinks)...)
 	out = append(out, diffSet("container address", before.ctrAddrs, after.ctrAddrs)...)
 	out = append(out, diffMap("container sysctl", before.sysctls, after.sysctls)...)
+	out = append(out, diffSet("file", before.runFiles, after.runFiles)...)
 	if after.ruleErr != nil {
 		out = append(out, fmt.Sprintf("reading the firewall: %v", after.ruleErr))
 	} else if before.ruleErr == nil {
