@@ -8,12 +8,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// maxRotatedUnderUs bounds the attempts of appendLine.
+const maxRotatedUnderUs = 64
+
 // appendLine appends data to the log file with one write(2) under an
 // exclusive flock, rotating the file first when the line would take it past
 // limit. The lock serialises rotation; O_APPEND alone already keeps
 // parallel lines whole.
 func appendLine(path string, data []byte, limit int64) error {
-	for attempt := 0; attempt < 3; attempt++ {
+	// Each attempt that finds the file rotated under it means another
+	// writer rotated, that is, wrote: with many plugins logging at once
+	// and a small limit, one writer can lose several times in a row (three
+	// was too few for 8 writers on 2 cores), but never without the others
+	// getting on.
+	for attempt := 0; attempt < maxRotatedUnderUs; attempt++ {
 		f, err := openLog(path)
 		if err != nil {
 			return err
@@ -24,7 +32,7 @@ func appendLine(path string, data []byte, limit int64) error {
 			return err
 		}
 	}
-	return fmt.Errorf("log file %s: rotated under us three times", path)
+	return fmt.Errorf("log file %s: rotated under us %d times", path, maxRotatedUnderUs)
 }
 
 // openLog opens the log for appending, creating it 0600, never through a
