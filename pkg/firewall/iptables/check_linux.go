@@ -180,7 +180,13 @@ func gcFamily(ctx context.Context, t ipt, prefixes []string, kept map[string]boo
 	for c := range stale {
 		payload = append(payload, "-X "+c)
 	}
-	return t.restore(ctx, strings.Join(append(payload, "COMMIT"), "\n")+"\n")
+	if err := t.restore(ctx, strings.Join(append(payload, "COMMIT"), "\n")+"\n"); err != nil {
+		return err
+	}
+	for c := range stale {
+		t.forgetChainJumps(c)
+	}
+	return nil
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {

@@ -43,6 +43,12 @@ type jump struct {
 // network namespace of the calling thread.
 // Equivalent to: /run/cnisuite/iptables-jumps/<netns inode>/<4|6>-<owner hash>
 func (t ipt) jumpsPath(o fwtypes.Owner) (string, error) {
+	return t.jumpsPathOf(o.NetHash()[:6] + o.Hash()[:14])
+}
+
+// jumpsPathOf names the file of the owner whose chains end in key (the
+// part of an owner chain's name after its prefix).
+func (t ipt) jumpsPathOf(key string) (string, error) {
 	fi, err := os.Stat("/proc/thread-self/ns/net")
 	if err != nil {
 		return "", err
@@ -55,7 +61,19 @@ func (t ipt) jumpsPath(o fwtypes.Owner) (string, error) {
 	if t.v4() {
 		family = "4"
 	}
-	return filepath.Join(jumpsDir, strconv.FormatUint(st.Ino, 10), family+"-"+o.NetHash()[:6]+o.Hash()[:14]), nil
+	return filepath.Join(jumpsDir, strconv.FormatUint(st.Ino, 10), family+"-"+key), nil
+}
+
+// forgetChainJumps removes the file of the owner of an owner chain, which
+// GC deleted by name.
+func (t ipt) forgetChainJumps(chain string) {
+	for _, p := range []string{PrefixMasq, PrefixDNAT, PrefixHairpin} {
+		if key, ok := strings.CutPrefix(chain, p); ok {
+			if path, err := t.jumpsPathOf(key); err == nil {
+				_ = os.Remove(path)
+			}
+		}
+	}
 }
 
 // saveJumps records the jumps of an owner's chains; none removes the file.

@@ -107,3 +107,31 @@ func foreignHandle(t *testing.T) uint64 {
 	}
 	return rules[0].Handle
 }
+
+// GC of an owner no longer kept removes its record with its chains.
+func TestGCForgetsJumps(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	r := fwtest.PortRules(t, func(*fwtypes.PortMaps) {})
+	fwtest.InNS(t, func() {
+		primeNAT(t)
+		b, o := New(), fwtest.PortOwner
+		if err := b.Ensure(ctx, o, r); err != nil {
+			t.Fatalf("Ensure: %v", err)
+		}
+		if _, ok := iptFor(true).loadJumps(o); !ok {
+			t.Fatal("no record after Ensure")
+		}
+		if err := b.GC(ctx, o.Plugin, o.Network, nil); err != nil {
+			t.Fatalf("GC: %v", err)
+		}
+		if save := saveNAT(t); strings.Contains(save, "CNIS-") {
+			t.Errorf("GC left owner rules:\n%s", save)
+		}
+		for _, v4 := range []bool{true, false} {
+			if _, ok := iptFor(v4).loadJumps(o); ok {
+				t.Errorf("v4=%v: GC left the record of the jumps", v4)
+			}
+		}
+	})
+}
