@@ -61,37 +61,53 @@ func decodeRule(b []byte) (Rule, error) {
 // in a rule's expressions (an xt match named comment whose info is the
 // NUL-terminated text) and the chain of an immediate jump or goto.
 func scanExprs(exprs []byte) (comment, jump string) {
-	list, err := netlink.NewAttributeDecoder(exprs)
-	if err != nil {
-		return "", ""
-	}
-	for list.Next() {
-		ex, err := netlink.NewAttributeDecoder(list.Bytes())
-		if err != nil {
-			return comment, jump
-		}
-		var name string
-		var data []byte
-		for ex.Next() {
-			switch ex.Type() {
-			case unix.NFTA_EXPR_NAME:
-				name = ex.String()
-			case unix.NFTA_EXPR_DATA:
-				data = ex.Bytes()
-			}
-		}
-		switch name {
+	for _, e := range RawExprs(exprs) {
+		switch e.Name {
 		case "match":
-			if c := xtMatchComment(data); c != "" && comment == "" {
+			if c := xtMatchComment(e.Data); c != "" && comment == "" {
 				comment = c
 			}
 		case "immediate":
-			if j := immediateChain(data); j != "" {
+			if j := immediateChain(e.Data); j != "" {
 				jump = j
 			}
 		}
 	}
 	return comment, jump
+}
+
+// RawExpr is one expression of a dumped rule: its kind and its
+// NFTA_EXPR_DATA, undecoded.
+type RawExpr struct {
+	Name string
+	Data []byte
+}
+
+// RawExprs splits a dumped rule's NFTA_RULE_EXPRESSIONS into its
+// expressions, in order; it stops at the first one it cannot read.
+func RawExprs(exprs []byte) []RawExpr {
+	list, err := netlink.NewAttributeDecoder(exprs)
+	if err != nil {
+		return nil
+	}
+	var out []RawExpr
+	for list.Next() {
+		ex, err := netlink.NewAttributeDecoder(list.Bytes())
+		if err != nil {
+			return out
+		}
+		var e RawExpr
+		for ex.Next() {
+			switch ex.Type() {
+			case unix.NFTA_EXPR_NAME:
+				e.Name = ex.String()
+			case unix.NFTA_EXPR_DATA:
+				e.Data = ex.Bytes()
+			}
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // immediateChain returns the chain of an immediate expression's verdict.

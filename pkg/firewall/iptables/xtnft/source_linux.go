@@ -1,11 +1,10 @@
 package xtnft
 
 import (
-	"encoding/binary"
-
 	"github.com/google/nftables/expr"
-	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/netfilter"
 )
 
 // DumpedSource returns what a dumped rule's "-s" compares (Rule.Source
@@ -17,21 +16,16 @@ func DumpedSource(exprs []byte, v4 bool) []byte {
 	if v4 {
 		off = 12
 	}
-	list, err := netlink.NewAttributeDecoder(exprs)
-	if err != nil {
-		return nil
-	}
 	loaded := false
-	for list.Next() {
-		name, data := exprOf(list.Bytes())
-		switch name {
+	for _, e := range netfilter.RawExprs(exprs) {
+		switch e.Name {
 		case "payload":
 			p := &expr.Payload{}
-			loaded = expr.Unmarshal(unix.NFPROTO_IPV4, data, p) == nil &&
+			loaded = expr.Unmarshal(unix.NFPROTO_IPV4, e.Data, p) == nil &&
 				p.Base == expr.PayloadBaseNetworkHeader && p.Offset == off
 		case "cmp":
 			c := &expr.Cmp{}
-			if loaded && expr.Unmarshal(unix.NFPROTO_IPV4, data, c) == nil {
+			if loaded && expr.Unmarshal(unix.NFPROTO_IPV4, e.Data, c) == nil {
 				return c.Data
 			}
 		case "bitwise":
@@ -40,22 +34,4 @@ func DumpedSource(exprs []byte, v4 bool) []byte {
 		}
 	}
 	return nil
-}
-
-// exprOf returns the name and the data of one dumped expression.
-func exprOf(b []byte) (name string, data []byte) {
-	ad, err := netlink.NewAttributeDecoder(b)
-	if err != nil {
-		return "", nil
-	}
-	ad.ByteOrder = binary.BigEndian
-	for ad.Next() {
-		switch ad.Type() {
-		case unix.NFTA_EXPR_NAME:
-			name = ad.String()
-		case unix.NFTA_EXPR_DATA:
-			data = ad.Bytes()
-		}
-	}
-	return name, data
 }
