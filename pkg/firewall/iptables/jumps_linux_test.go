@@ -38,7 +38,7 @@ func TestJumpsRecorded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			present, _ := iptFor(v4).presentNL(conn, iptOwnerChains(o))
+			present, _ := iptFor(v4).existingNL(conn, iptOwnerChains(o))
 			if _, ok, err := iptFor(v4).knownJumps(conn, o, present); !ok || err != nil {
 				t.Errorf("v4=%v: the recorded jumps do not check out: %v", v4, err)
 			}

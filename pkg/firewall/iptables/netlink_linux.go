@@ -31,18 +31,30 @@ func (t ipt) nfproto() byte {
 	return unix.NFPROTO_IPV4
 }
 
-// presentNL returns the chains among names that exist in the family's nat
-// table, with the comments of their rules.
-func (t ipt) presentNL(conn *netfilter.Conn, names []string) (map[string][]string, error) {
+// existingNL returns the chains among names that exist in the family's nat
+// table (each with no rules listed): what removal needs to know.
+func (t ipt) existingNL(conn *netfilter.Conn, names []string) (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, c := range names {
 		ok, err := conn.ChainExists(t.nfproto(), "nat", c)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			continue
+		if ok {
+			out[c] = nil
 		}
+	}
+	return out, nil
+}
+
+// presentNL returns the chains among names that exist in the family's nat
+// table, with the comments of their rules.
+func (t ipt) presentNL(conn *netfilter.Conn, names []string) (map[string][]string, error) {
+	out, err := t.existingNL(conn, names)
+	if err != nil {
+		return nil, err
+	}
+	for c := range out {
 		rules, err := conn.Rules(t.nfproto(), "nat", c)
 		if err != nil {
 			return nil, err
@@ -107,7 +119,7 @@ func keys(m map[string][]string) []string {
 // come from the owner's file of jumps when recorded is set and it tells
 // the truth (jumps_linux.go), else from a dump of the built-in chains.
 func (t ipt) removeNL(conn *netfilter.Conn, o fwtypes.Owner, batch *netfilter.Batch, recorded bool) error {
-	present, err := t.presentNL(conn, iptOwnerChains(o))
+	present, err := t.existingNL(conn, iptOwnerChains(o))
 	if err != nil || len(present) == 0 {
 		return err
 	}
