@@ -30,8 +30,15 @@ func (rep *report) markdown() string {
 			cell("add"), cell("check"), cell("del"), ratio, s.Verbs["add"].Growth, s.Verbs["del"].Growth, adjusted)
 	}
 	fmt.Fprintf(&b, "\n| measurement | result |\n|---|---|\n")
+	rep.measurements(&b)
+	return b.String()
+}
+
+// measurements writes the rows of the second table: errors, host-local,
+// bursts, busy node, STATUS, upgrade, per plugin, memory.
+func (rep *report) measurements(b *strings.Builder) {
 	for backend, n := range rep.ParallelErrors {
-		fmt.Fprintf(&b, "| %d parallel ADDs then DELs, %s | %d errors |\n", rep.Parallel, backend, n)
+		fmt.Fprintf(b, "| %d parallel ADDs then DELs, %s | %d errors |\n", rep.Parallel, backend, n)
 	}
 	keys := make([]string, 0, len(rep.HostLocal))
 	for k := range rep.HostLocal {
@@ -40,25 +47,25 @@ func (rep *report) markdown() string {
 	sort.Strings(keys)
 	for _, k := range keys {
 		s := rep.HostLocal[k]
-		fmt.Fprintf(&b, "| host-local ADD+DEL, %s existing leases | median %.2f ms, p95 %.2f ms |\n", k, s.Median, s.P95)
+		fmt.Fprintf(b, "| host-local ADD+DEL, %s existing leases | median %.2f ms, p95 %.2f ms |\n", k, s.Median, s.P95)
 	}
 	for _, bu := range rep.Bursts {
-		fmt.Fprintf(&b, "| burst %d×%d, %s: ADD phase ÷ floor's, DEL phase ÷ floor's, errors | %.2f s ÷ %.2f s = %.2f, %.2f s ÷ %.2f s = %.2f, %d (floor %d) |\n",
+		fmt.Fprintf(b, "| burst %d×%d, %s: ADD phase ÷ floor's, DEL phase ÷ floor's, errors | %.2f s ÷ %.2f s = %.2f, %.2f s ÷ %.2f s = %.2f, %d (floor %d) |\n",
 			bu.N, bu.K, bu.Chain, bu.AddS, bu.FloorAddS, bu.AddS/bu.FloorAddS, bu.DelS, bu.FloorDelS, bu.DelS/bu.FloorDelS, bu.Errors, bu.FloorErrors)
 	}
 	for _, bn := range rep.Busy {
-		fmt.Fprintf(&b, "| busy node, %s, N=%d: ADD median with %d NAT rules ÷ without | %.1f ms ÷ %.1f ms = %.2f |\n",
+		fmt.Fprintf(b, "| busy node, %s, N=%d: ADD median with %d NAT rules ÷ without | %.1f ms ÷ %.1f ms = %.2f |\n",
 			bn.Chain, bn.N, bn.Rules, bn.BusyAddMS, bn.QuietAddMS, bn.BusyAddMS/bn.QuietAddMS)
 	}
 	for _, st := range rep.Status {
-		fmt.Fprintf(&b, "| STATUS of the %s chain (libcni), host-local holding %d leases: median ours ÷ floor's (p95) | %.2f ms ÷ %.2f ms = %.2f (%.2f ms, %.2f ms) |\n",
+		fmt.Fprintf(b, "| STATUS of the %s chain (libcni), host-local holding %d leases: median ours ÷ floor's (p95) | %.2f ms ÷ %.2f ms = %.2f (%.2f ms, %.2f ms) |\n",
 			st.Chain, st.Leases, st.Ours.Median, st.Floor.Median, st.Ours.Median/st.Floor.Median, st.Ours.P95, st.Floor.P95)
-		fmt.Fprintf(&b, "| STATUS of the %s chain, each of our plugins (median ms) | %s |\n", st.Chain, perPluginCell(st.PerPlugin))
+		fmt.Fprintf(b, "| STATUS of the %s chain, each of our plugins (median ms) | %s |\n", st.Chain, perPluginCell(st.PerPlugin))
 	}
 	if u := rep.Upgrade; u != nil {
-		fmt.Fprintf(&b, "| host-local on disk, %d reference leases just written: first ADD ÷ reading every lease once | %.0f ms ÷ %.0f ms = %.2f |\n",
+		fmt.Fprintf(b, "| host-local on disk, %d reference leases just written: first ADD ÷ reading every lease once | %.0f ms ÷ %.0f ms = %.2f |\n",
 			u.Leases, u.FirstMS, u.ScanMS, u.FirstMS/u.ScanMS)
-		fmt.Fprintf(&b, "| host-local on disk: next 20 ADDs ÷ 20 ADDs on an empty directory (medians) | %.2f ms ÷ %.2f ms = %.2f |\n",
+		fmt.Fprintf(b, "| host-local on disk: next 20 ADDs ÷ 20 ADDs on an empty directory (medians) | %.2f ms ÷ %.2f ms = %.2f |\n",
 			u.Next.Median, u.Empty.Median, u.Next.Median/u.Empty.Median)
 	}
 	pp := make([]string, 0, len(rep.PerPlugin))
@@ -68,12 +75,11 @@ func (rep *report) markdown() string {
 	sort.Strings(pp)
 	for _, k := range pp {
 		v := rep.PerPlugin[k]
-		fmt.Fprintf(&b, "| %s alone (libcni), median ms | ADD %.1f, CHECK %.1f, DEL %.1f |\n", k, v["ADD"], v["CHECK"], v["DEL"])
+		fmt.Fprintf(b, "| %s alone (libcni), median ms | ADD %.1f, CHECK %.1f, DEL %.1f |\n", k, v["ADD"], v["CHECK"], v["DEL"])
 	}
 	for plugin, byVerb := range rep.PeakKB {
-		fmt.Fprintf(&b, "| peak RSS of %s | %s |\n", plugin, peakCell(byVerb))
+		fmt.Fprintf(b, "| peak RSS of %s | %s |\n", plugin, peakCell(byVerb))
 	}
-	return b.String()
 }
 
 func perPluginCell(m map[string]float64) string {
