@@ -46,6 +46,8 @@ type Base struct {
 // externalSetMarkChain) are spread over the variants.
 var Bases = map[string][]Base{
 	"bridge": {
+		// As users write it (examples/, podman, Kubernetes): no backend key.
+		{"l3-default", func(p Paths) any { return bridgeL3(p, "iptables").(*Object).Without("ipMasqBackend") }},
 		{"l3-iptables", func(p Paths) any { return bridgeL3(p, "iptables") }},
 		{"l3-nftables", func(p Paths) any { return bridgeL3(p, "nftables") }},
 		{"l2", bridgeL2},
@@ -53,6 +55,11 @@ var Bases = map[string][]Base{
 	"host-local": {{"ranges", hostLocal}},
 	"tuning":     {{"all-keys", tuning}},
 	"portmap": {
+		// As users write it: no backend key and no conditions, so that
+		// iptables-nft rules go over netlink (conditions need iptables-restore).
+		{"default", func(p Paths) any {
+			return portmap(p, "iptables").(*Object).Without("backend").Without("conditionsV4").Without("conditionsV6")
+		}},
 		{"iptables", func(p Paths) any { return portmap(p, "iptables") }},
 		{"nftables", func(p Paths) any { return portmap(p, "nftables") }},
 		{"masqall-nftables", portmapMasqAll},

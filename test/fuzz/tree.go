@@ -69,6 +69,17 @@ func (o *Object) Get(key string) (any, bool) {
 	return nil, false
 }
 
+// Without returns o without its fields named key.
+func (o *Object) Without(key string) *Object {
+	out := &Object{}
+	for _, f := range o.Fields {
+		if f.Key != key {
+			out.Fields = append(out.Fields, f)
+		}
+	}
+	return out
+}
+
 // Set replaces the value of every field named key, or appends one.
 func (o *Object) Set(key string, v any) {
 	found := false
