@@ -70,18 +70,7 @@ func TestNetlinkDNATForwards(t *testing.T) {
 	sandbox.Require(t)
 	ctx := context.Background()
 	fwtest.InNS(t, func() {
-		lo, err := netlink.LinkByName("lo")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := netlink.LinkSetUp(lo); err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range []string{"10.88.0.2/32", "192.0.2.1/32"} {
-			if err := netlink.AddrAdd(lo, &netlink.Addr{IPNet: fwtest.CIDR(t, a)}); err != nil {
-				t.Fatalf("adding %s to lo: %v", a, err)
-			}
-		}
+		upLoWith(t, "10.88.0.2/32", "192.0.2.1/32")
 		primeNAT(t)
 		b := New()
 		r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) {
@@ -97,6 +86,71 @@ func TestNetlinkDNATForwards(t *testing.T) {
 			t.Errorf("192.0.2.1:8080 answered %q, want the listener on 10.88.0.2:80", got)
 		}
 	})
+}
+
+// TestConditionsBesideOwnAddresses: user conditions that carry a -s or a
+// -d of their own (excluding a source range; kube-proxy's service range)
+// combine with the source of the hairpin marks and a mapping's host
+// address; iptables takes one of each per rule, and Ensure failed with
+// "multiple -s flags". The conditions still decide which packets are
+// mapped.
+func TestConditionsBesideOwnAddresses(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	fwtest.InNS(t, func() {
+		upLoWith(t, "10.88.0.2/32", "192.0.2.1/32", "198.51.100.1/32")
+		primeNAT(t)
+		b := New()
+		r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) {
+			p.ContainerV6 = nil
+			p.Mappings = []fwtypes.PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp", HostIP: net.ParseIP("192.0.2.1")}}
+			p.ConditionsV4 = []string{"!", "-s", "198.51.100.0/24", "!", "--dst", "10.96.0.0/12"}
+		})
+		if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
+			t.Fatalf("Ensure: %v", err)
+		}
+		if err := b.Check(ctx, fwtest.PortOwner, r); err != nil {
+			t.Errorf("Check: %v", err)
+		}
+		ms, err := b.Mapped(ctx, fwtest.PortOwner)
+		if err != nil || len(ms) != 1 || !ms[0].HostIP.Equal(net.ParseIP("192.0.2.1")) {
+			t.Errorf("Mapped = %+v, %v; want tcp 8080 on 192.0.2.1", ms, err)
+		}
+		if got := exchange(t, "10.88.0.2:80", "192.0.2.1:8080"); got != "hello" {
+			t.Errorf("192.0.2.1:8080 answered %q, want the listener on 10.88.0.2:80", got)
+		}
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("198.51.100.1")}, Timeout: 2 * time.Second}
+		l, err := net.Listen("tcp4", "10.88.0.2:80")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if c, err := d.Dial("tcp4", "192.0.2.1:8080"); err == nil {
+			c.Close()
+			t.Errorf("a connection from 198.51.100.1, which the conditions exclude, was mapped")
+		}
+		if err := b.Remove(ctx, fwtest.PortOwner); err != nil {
+			t.Fatalf("Remove: %v", err)
+		}
+		fwtest.AssertNoOwnerRules(t)
+	})
+}
+
+// upLoWith sets lo up and gives it the addresses.
+func upLoWith(t *testing.T, addrs ...string) {
+	t.Helper()
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.LinkSetUp(lo); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if err := netlink.AddrAdd(lo, &netlink.Addr{IPNet: fwtest.CIDR(t, a)}); err != nil {
+			t.Fatalf("adding %s to lo: %v", a, err)
+		}
+	}
 }
 
 // exchange listens on addr, connects to via and returns what the listener

@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"cnisuite/pkg/firewall/fwtypes"
 )
@@ -60,11 +62,15 @@ func iptRule(matches, target string) string {
 	return strings.TrimSpace(fmt.Sprintf("%s -m comment --comment %q %s", m, iptComment(m+" "+target), target))
 }
 
-var iptCommentRE = regexp.MustCompile(`--comment "?(cnisuite [0-9a-f]{8})"?`)
+// iptCommentRE is compiled on first use: most calls never read a rule
+// back as text, and a compile at start-up costs every process.
+var iptCommentRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`--comment "?(cnisuite [0-9a-f]{8})"?`)
+})
 
 // iptRuleComment returns the digest comment of a listed rule.
 func iptRuleComment(line string) string {
-	m := iptCommentRE.FindStringSubmatch(line)
+	m := iptCommentRE().FindStringSubmatch(line)
 	if m == nil {
 		return ""
 	}
@@ -114,20 +120,21 @@ func iptDNATUnit(o fwtypes.Owner, pm *fwtypes.PortMaps, v4 bool) iptUnit {
 	if pm.ExternalSetMarkChain != "" {
 		mark = "-j " + pm.ExternalSetMarkChain
 	}
+	src, dst := iptAddrMatch(conds, "s"), iptAddrMatch(conds, "d")
 	var sources []string
 	switch {
 	case !pm.SNAT:
 	case pm.MasqAll:
 		sources = []string{""}
 	case v4:
-		sources = []string{"-s " + fwtypes.SubnetOf(cip).String(), "-s 127.0.0.1/32"}
+		sources = []string{src(fwtypes.SubnetOf(cip)), src(fwtypes.HostNet(net.IPv4(127, 0, 0, 1)))}
 	default:
-		sources = []string{"-s " + fwtypes.SubnetOf(cip).String()}
+		sources = []string{src(fwtypes.SubnetOf(cip))}
 	}
 	for _, m := range fwtypes.ForFamily(pm.Mappings, v4) {
 		match := strings.Join(conds, " ")
 		if h := m.SpecificHost(); h != nil {
-			match += " -d " + fwtypes.HostNet(h).String()
+			match += " " + dst(fwtypes.HostNet(h))
 		}
 		match += fmt.Sprintf(" -p %s -m %s --dport %d", m.Protocol, m.Protocol, m.HostPort)
 		for _, src := range sources {
@@ -136,6 +143,42 @@ func iptDNATUnit(o fwtypes.Owner, pm *fwtypes.PortMaps, v4 bool) iptUnit {
 		u.rules = append(u.rules, iptRule(match, "-j DNAT --to-destination "+fwtypes.JoinHostPort(cip.IP, m.ContainerPort)))
 	}
 	return u
+}
+
+// iptAddrMatch returns how the DNAT chain matches a source ("s") or a
+// destination ("d") network: -s/-d, or, when the user's conditions hold
+// that flag already, an iprange match, since iptables takes one -s and one
+// -d per rule. Conditions such as `! -s 192.0.2.0/24` or kube-proxy's
+// service range as `! -d 10.96.0.0/12` (user-reports M5) then combine with
+// ours instead of failing with "multiple -s flags". (The reference puts the
+// conditions on its jump into the chain instead.) Conditions without the
+// flag keep the plain form, so the rules of existing pods keep their text.
+func iptAddrMatch(conds []string, flag string) func(*net.IPNet) string {
+	long := map[string][]string{"s": {"--source", "--src"}, "d": {"--destination", "--dst"}}[flag]
+	clash := false
+	for _, c := range conds {
+		clash = clash || c == "-"+flag || c == long[0] || c == long[1]
+	}
+	if !clash {
+		return func(n *net.IPNet) string { return "-" + flag + " " + n.String() }
+	}
+	end := map[string]string{"s": "src", "d": "dst"}[flag]
+	return func(n *net.IPNet) string {
+		return fmt.Sprintf("-m iprange --%s-range %s-%s", end, n.IP, lastAddr(n))
+	}
+}
+
+// lastAddr returns the highest address of n.
+func lastAddr(n *net.IPNet) net.IP {
+	first := n.IP
+	if len(n.Mask) == net.IPv4len {
+		first = first.To4()
+	}
+	ip := make(net.IP, len(first))
+	for i := range ip {
+		ip[i] = first[i] | ^n.Mask[i]
+	}
+	return ip
 }
 
 // iptHairpinUnit masquerades the packets the DNAT chain marked. It is empty
@@ -149,8 +192,6 @@ func iptHairpinUnit(o fwtypes.Owner, pm *fwtypes.PortMaps) iptUnit {
 	}
 	return u
 }
-
-var iptSourceRE = regexp.MustCompile(`^-s (\S+) `)
 
 // iptEntries returns the jumps leading into an owner chain. They are a
 // function of the chain's name and rules only, so Remove derives them from
@@ -167,9 +208,10 @@ func iptEntries(o fwtypes.Owner, chain string, rules []string) []iptEntry {
 	var srcs []string
 	seen := map[string]bool{}
 	for _, r := range rules {
-		if m := iptSourceRE.FindStringSubmatch(r); m != nil && !seen[m[1]] {
-			seen[m[1]] = true
-			srcs = append(srcs, m[1])
+		rest, ok := strings.CutPrefix(r, "-s ")
+		if src, _, found := strings.Cut(rest, " "); ok && found && !seen[src] {
+			seen[src] = true
+			srcs = append(srcs, src)
 		}
 	}
 	sort.Strings(srcs)

@@ -103,6 +103,14 @@ func RuleCases(t testing.TB) []Case {
 			p.ConditionsV4 = []string{"!", "-s", "192.0.2.0/24"}
 			p.ConditionsV6 = []string{"!", "-s", "2001:db8::/32"}
 		})},
+		{"portmap_conditions_dest_ipt", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) {
+			p.ConditionsV4 = []string{"!", "--destination", "10.96.0.0/12"}
+			p.ConditionsV6 = []string{"!", "-d", "fd00:96::/108"}
+			p.Mappings = []fwtypes.PortMapping{
+				{HostPort: 8080, ContainerPort: 80, Protocol: "tcp", HostIP: net.ParseIP("192.0.2.10")},
+				{HostPort: 8443, ContainerPort: 443, Protocol: "tcp", HostIP: net.ParseIP("2001:db8::10")},
+			}
+		})},
 		{"portmap_markbit", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.MarkBit = 5 })},
 		{"portmap_external_mark", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.ExternalSetMarkChain = "KUBE-MARK-MASQ" })},
 		{"icc_off", BridgeOwner, IsolationRules(func(i *fwtypes.Isolation) { i.NoICC = true })},
