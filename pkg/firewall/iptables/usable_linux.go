@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -29,11 +30,30 @@ type node struct {
 
 // theNode is the running machine.
 var theNode = node{
-	lookPath:  exec.LookPath,
+	lookPath:  lookPathOnce,
 	evalLinks: filepath.EvalSymlinks,
 	exists:    func(p string) bool { _, err := os.Stat(p); return err == nil },
 	nfTables:  answersNFTables,
 	ask:       askIPTables,
+}
+
+// lookPaths remembers exec.LookPath's answers for the process: choosing
+// the backend and checking that it is usable look the same tools up on
+// PATH (each a stat per PATH entry), and PATH does not change under a call.
+var lookPaths sync.Map // file → lookResult
+
+type lookResult struct {
+	path string
+	err  error
+}
+
+func lookPathOnce(file string) (string, error) {
+	if r, ok := lookPaths.Load(file); ok {
+		return r.(lookResult).path, r.(lookResult).err
+	}
+	path, err := exec.LookPath(file)
+	lookPaths.Store(file, lookResult{path, err})
+	return path, err
 }
 
 // tools are the binaries the backend runs.

@@ -41,12 +41,31 @@ func (p *plugin) cmdGC(ctx context.Context, a *skel.CmdArgs) error {
 }
 
 // cmdStatus reports whether the bridge can be used (a name taken by another
-// kind of link cannot) and asks the IPAM plugin for its own status.
+// kind of link cannot) and asks the IPAM plugin for its own status. The
+// IPAM plugin is started first and the bridge looked at while it runs:
+// containerd asks every few seconds, and the process start is most of it.
 func (p *plugin) cmdStatus(ctx context.Context, a *skel.CmdArgs) error {
 	conf, err := loadDelConf(a.StdinData, a.Stderr)
 	if err != nil {
 		return err
 	}
+	ipam := make(chan error, 1)
+	if conf.hasIPAM() {
+		go func() { ipam <- invoke.DelegateStatus(ctx, a, conf.IPAM.Type, a.StdinData) }()
+	} else {
+		ipam <- nil
+	}
+	bridgeErr := p.bridgeUsable(conf)
+	ipamErr := <-ipam
+	if bridgeErr != nil || ipamErr == nil {
+		return bridgeErr
+	}
+	return fmt.Errorf("ipam %q: %w", conf.IPAM.Type, ipamErr)
+}
+
+// bridgeUsable fails with code 50 when the bridge's name is taken by a link
+// of another kind.
+func (p *plugin) bridgeUsable(conf *NetConf) error {
 	at, err := p.open(conf, &skel.CmdArgs{}, false)
 	if err != nil {
 		return err
@@ -54,11 +73,6 @@ func (p *plugin) cmdStatus(ctx context.Context, a *skel.CmdArgs) error {
 	defer at.close()
 	if _, err := link.LookupBridge(at.host, conf.BrName); errors.Is(err, link.ErrNotBridge) {
 		return types.Errorf(types.ErrNotAvailable, "bridge %q: cannot be used: %w", conf.BrName, err)
-	}
-	if conf.hasIPAM() {
-		if err := invoke.DelegateStatus(ctx, a, conf.IPAM.Type, a.StdinData); err != nil {
-			return fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err)
-		}
 	}
 	return nil
 }

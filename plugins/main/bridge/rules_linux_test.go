@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -157,5 +159,27 @@ func TestStatus(t *testing.T) {
 	var e *cnitypes.Error
 	if !errors.As(err, &e) || e.Code != 50 {
 		t.Errorf("STATUS with a veth named like the bridge = %v, want code 50", err)
+	}
+}
+
+// TestStatusAsksIPAM: bridge's STATUS passes on its IPAM plugin's code 50
+// (here: the only address of the range is leased).
+func TestStatusAsksIPAM(t *testing.T) {
+	dir := t.TempDir()
+	ipam := fmt.Sprintf(`{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.231.0.0/24","rangeStart":"10.231.0.9","rangeEnd":"10.231.0.9"}]]}`, dir)
+	n := newNet(t, "1.1.0", "bstatus2", "", ipam)
+	if err := n.rt.GetStatusNetworkList(context.Background(), n.list); err != nil {
+		t.Fatalf("STATUS with a free address = %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, n.list.Name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, n.list.Name, "10.231.0.9"), []byte("other\r\neth0"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := n.rt.GetStatusNetworkList(context.Background(), n.list)
+	var e *cnitypes.Error
+	if !errors.As(err, &e) || e.Code != 50 || !strings.Contains(e.Msg, "no free address") {
+		t.Errorf("STATUS with the range exhausted = %v, want code 50 naming the exhausted range", err)
 	}
 }
