@@ -1,4 +1,4 @@
-package main
+package hostlocal
 
 import (
 	"context"
@@ -17,8 +17,10 @@ import (
 	"cnisuite/plugins/ipam/host-local/store"
 )
 
-// newPlugin wires host-local's verbs to the protocol.
-func newPlugin() *skel.Plugin {
+// Plugin is host-local: its verbs wired to the protocol. The command in the
+// directory above runs it; bridge may run it in its own process (see
+// pkg/invoke, InProcess).
+func Plugin() *skel.Plugin {
 	return &skel.Plugin{Name: "host-local", Add: cmdAdd, Check: cmdCheck, Del: cmdDel, GC: cmdGC, Status: cmdStatus}
 }
 

@@ -1,4 +1,4 @@
-package main
+package hostlocal
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func run(t testing.TB, c call) (string, int) {
 		"CNI_NETNS=/var/run/netns/test-does-not-exist", "CNI_PATH=/opt/cni/bin", "CNI_ARGS=" + c.args,
 	}
 	var out bytes.Buffer
-	code := newPlugin().Run(env, strings.NewReader(c.conf), &out, io.Discard)
+	code := Plugin().Run(env, strings.NewReader(c.conf), &out, io.Discard)
 	return out.String(), code
 }
 
