@@ -23,7 +23,7 @@ all: build
 ## build: static, version-stamped plugin binaries in bin/
 build:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./,$(PLUGINS)) $(addprefix ./,$(CMDS))
+	CGO_ENABLED=0 GO='$(GO)' BUILDFLAGS=-trimpath LDFLAGS='$(LDFLAGS)' scripts/build.sh $(BIN) $(addprefix ./,$(PLUGINS)) $(addprefix ./,$(CMDS))
 
 ## tools: the runtime client the demo and benchmark drive the plugins with
 tools:

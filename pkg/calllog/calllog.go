@@ -17,6 +17,7 @@ package calllog
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -160,6 +161,10 @@ type Outcome struct {
 // line is one log line.
 type line struct {
 	Time string `json:"time"`
+	// PID is the process that made the call: bridge runs host-local in
+	// its own process when it can (pkg/invoke), and both lines then carry
+	// bridge's.
+	PID int `json:"pid"`
 	Identity
 	DurationMS float64         `json:"durationMs"`
 	Steps      []Step          `json:"steps,omitempty"`
@@ -177,7 +182,7 @@ func (c *Call) Finish(id Identity, out Outcome) error {
 	}
 	c.mu.Lock()
 	l := line{
-		Time: c.start.UTC().Format(time.RFC3339Nano), Identity: id,
+		Time: c.start.UTC().Format(time.RFC3339Nano), PID: os.Getpid(), Identity: id,
 		DurationMS: float64(time.Since(c.start).Microseconds()) / 1000,
 		Steps:      c.steps, Code: out.Code, Msg: out.Msg, Result: compact(out.Result), Debug: c.debug,
 	}

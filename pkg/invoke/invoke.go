@@ -92,6 +92,9 @@ func Delegate(ctx context.Context, a *skel.CmdArgs, command, pluginType string, 
 		return nil, err
 	}
 	env := withCommand(a.Env, command)
+	if p := inProcessPlugin(pluginType, path); p != nil {
+		return runInProcess(ctx, p, path, env, netconf, a)
+	}
 	var out []byte
 	for attempt := 0; ; attempt++ {
 		out, err = run(ctx, path, env, netconf, a)
@@ -116,7 +119,15 @@ func run(ctx context.Context, path string, env []string, stdin []byte, a *skel.C
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
-	runErr := cmd.Run()
+	return outcome(path, &stdout, &stderr, cmd.Run(), a)
+}
+
+var errExitStatus1 = errors.New("exit status 1")
+
+// outcome reads a delegate's end: its stdout on success; else the error
+// object it printed, or what it said on stderr. Its stderr goes on to the
+// caller's.
+func outcome(path string, stdout, stderr *bytes.Buffer, runErr error, a *skel.CmdArgs) ([]byte, error) {
 	if a.Stderr != nil && stderr.Len() > 0 {
 		// Best effort: a broken stderr must not fail the delegation.
 		_, _ = a.Stderr.Write(stderr.Bytes())

@@ -126,10 +126,14 @@ func Do(path string, fn func() error) error {
 }
 
 // IsOwn reports whether path names the network namespace the process runs
-// in. A path that cannot be read is not the own namespace.
+// in. A path that cannot be read is not the own namespace. It asks about
+// the calling thread, not the process's first one: a goroutine of Do may
+// hold that thread in another namespace (bridge runs host-local in its own
+// process while its other steps are in the container), and the threads
+// free goroutines run on are all in the process's namespace.
 func IsOwn(path string) bool {
 	var a, b unix.Stat_t
-	if unix.Stat(path, &a) != nil || unix.Stat("/proc/self/ns/net", &b) != nil {
+	if unix.Stat(path, &a) != nil || unix.Stat("/proc/thread-self/ns/net", &b) != nil {
 		return false
 	}
 	return a.Dev == b.Dev && a.Ino == b.Ino

@@ -8,14 +8,23 @@ import (
 
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/helper"
+	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/skel"
+	"cnisuite/plugins/ipam/host-local/hostlocal"
 )
+
+// hostLocalBuildID is the Go build ID of the host-local binary built with
+// this bridge (-ldflags -X main.hostLocalBuildID=..., set by make build and
+// scripts/release.sh); empty in a plain go build.
+var hostLocalBuildID string
 
 // portTimeout bounds the wait for a new bridge port to forward.
 const portTimeout = 5 * time.Second
 
 func main() {
 	helper.Dispatch(helpers()) // a helper request runs and exits here
+	// The host-local built with bridge runs in bridge's process (pkg/invoke).
+	invoke.InProcess("host-local", hostLocalBuildID, hostlocal.Plugin())
 	p := &plugin{newRules: firewall.New, portTimeout: portTimeout}
 	skel.Main(&skel.Plugin{
 		Name: "bridge", Add: p.cmdAdd, Check: p.cmdCheck, Del: p.cmdDel, GC: p.cmdGC, Status: p.cmdStatus,
