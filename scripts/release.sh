@@ -4,17 +4,22 @@
 #
 #   scripts/release.sh tarballs       cnisuite-linux-<arch>-<version>.tgz per arch, SHA256SUMS, SHA512SUMS
 #   scripts/release.sh deb            cnisuite_<debian version>_<debian arch>.deb per arch
+#
+# Both hold the plugins and the tools (cnisuite-gc): a tarball side by side
+# at its top level, as the reference's are, for tar -C /opt/cni/bin; a
+# package the plugins in /usr/lib/cni and the tools in /usr/sbin.
 #   scripts/release.sh debversion D   prints the Debian version for the git describe string D
 #
 # Environment (the Makefile sets the first two):
-#   VERSION            the version stamped into every plugin; default: git describe
+#   VERSION            the version stamped into every binary that links pkg/skel; default: git describe
 #   RELEASE_DIR        where the artifacts go; default: release/
 #   ARCHES             Go architectures; default: amd64 arm64 arm ppc64le s390x riscv64
 #   SOURCE_DATE_EPOCH  the time every file carries; default: the commit's time
 #   GO                 the go command; default: go
 #
-# Reproducible because the binaries are built with -trimpath, an empty build
-# ID and pinned per-architecture levels, and the archives carry fixed times,
+# Reproducible because the binaries are built with -trimpath (so their Go
+# build IDs, hashes of what they are built from, are too) and pinned
+# per-architecture levels, and the archives carry fixed times,
 # owners and order (sorted names, tar --mtime --owner=0 --group=0, gzip -n;
 # dpkg-deb honours SOURCE_DATE_EPOCH). -buildvcs=false keeps git's state out
 # of the binaries: the same sources give the same bytes, from a checkout or
@@ -72,35 +77,44 @@ debarch() {
 	esac
 }
 
-# plugins lists the plugin folders as packages, one binary each.
-plugins() {
-	local d
-	for d in plugins/*/*/; do
-		echo "./${d%/}"
-	done
-}
+# PLUGINS are the plugin folders as packages, one binary each.
+PLUGINS=(plugins/*/*/)
+PLUGINS=("${PLUGINS[@]%/}")
+PLUGINS=("${PLUGINS[@]/#/./}")
 
-# build compiles every plugin for one architecture into the directory $2.
+# TOOLS are the commands shipped with the plugins, named so that none
+# collides with a plugin type in a tarball's flat layout. A new folder in
+# cmd/ ships only once it is named here.
+TOOLS=(./cmd/cnisuite-gc)
+
+# build compiles the packages $3... for the architecture $1 into the
+# directory $2, one binary each, mode 0755, through scripts/build.sh (which
+# links bridge with the build ID of the host-local beside it).
 build() {
 	local arch=$1 out=$2
+	shift 2
 	mkdir -p "$out"
-	local pkgs
-	mapfile -t pkgs < <(plugins)
 	env CGO_ENABLED=0 GOOS=linux GOARCH="$arch" GOAMD64=v1 GOARM=7 GOARM64=v8.0 \
-		GOPPC64=power8 GORISCV64=rva20u64 GOFLAGS=-mod=mod \
-		"$GO" build -trimpath -buildvcs=false \
-		-ldflags "-s -w -buildid= -X cnisuite/pkg/skel.Suite=$VERSION" \
-		-o "$out/" "${pkgs[@]}"
+		GOPPC64=power8 GORISCV64=rva20u64 GOFLAGS=-mod=mod GO="$GO" \
+		BUILDFLAGS="-trimpath -buildvcs=false" LDFLAGS="-s -w -X cnisuite/pkg/skel.Suite=$VERSION" \
+		scripts/build.sh "$out" "$@"
+	chmod 0755 "$out"/*
 }
 
-# tarball packs the binaries of one architecture with LICENSE and README.md.
+# sorted lists the files below $2 in the directory $1, in byte order, as
+# the archives hold them.
+sorted() {
+	(cd "$1" && find "$2" -type f | LC_ALL=C sort)
+}
+
+# tarball packs the plugins and tools of one architecture with LICENSE and
+# README.md.
 tarball() {
 	local arch=$1 stage=$WORK/tgz-$1
-	build "$arch" "$stage"
-	chmod 0755 "$stage"/*
+	build "$arch" "$stage" "${PLUGINS[@]}" "${TOOLS[@]}"
 	install -m 0644 LICENSE README.md "$stage/"
 	local name="cnisuite-linux-$arch-$VERSION.tgz"
-	(cd "$stage" && find . -type f | LC_ALL=C sort) |
+	sorted "$stage" . |
 		LC_ALL=C tar --create --format=ustar --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 \
 			--numeric-owner --directory="$stage" --verbatim-files-from --files-from=- |
 		gzip -9 -n >"$RELEASE_DIR/$name.tmp"
@@ -108,18 +122,25 @@ tarball() {
 	echo "$name"
 }
 
-cmd_tarballs() {
-	local names=() arch name
+# each_arch runs $1 (tarball or deb) for every architecture and collects
+# in BUILT the file name each run prints.
+each_arch() {
+	local arch name
+	BUILT=()
 	for arch in $ARCHES; do
-		name=$(tarball "$arch")
-		names+=("$name")
+		name=$("$1" "$arch")
+		BUILT+=("$name")
 	done
+}
+
+cmd_tarballs() {
+	each_arch tarball
 	(
 		cd "$RELEASE_DIR"
-		sha256sum "${names[@]}" >SHA256SUMS
-		sha512sum "${names[@]}" >SHA512SUMS
+		sha256sum "${BUILT[@]}" >SHA256SUMS
+		sha512sum "${BUILT[@]}" >SHA512SUMS
 	)
-	echo "release: ${names[*]} SHA256SUMS SHA512SUMS in $RELEASE_DIR"
+	echo "release: ${BUILT[*]} SHA256SUMS SHA512SUMS in $RELEASE_DIR"
 }
 
 # control writes the package's control file; $1 is the package root.
@@ -144,6 +165,9 @@ Description: CNI plugins bridge, host-local, loopback, portmap and tuning
  /usr/lib/cni where podman and containerd look for them. They speak every
  CNI specification version from 0.1.0 to 1.1.0, including GC and STATUS.
  .
+ /usr/sbin/cnisuite-gc removes what the plugins left for attachments the
+ runtime no longer knows, as after going back to the reference plugins.
+ .
  Version $VERSION.
 EOF
 }
@@ -162,17 +186,18 @@ License: Apache-2.0
 EOF
 }
 
-# deb builds the package of one architecture.
+# deb builds the package of one architecture: the plugins where Debian's
+# containernetworking-plugins puts them, the tools on the admin's PATH.
 deb() {
 	local arch=$1 root=$WORK/deb-$1 name
-	local lib=$root/usr/lib/cni doc=$root/usr/share/doc/cnisuite
-	build "$arch" "$lib"
+	local doc=$root/usr/share/doc/cnisuite
+	build "$arch" "$root/usr/lib/cni" "${PLUGINS[@]}"
+	build "$arch" "$root/usr/sbin" "${TOOLS[@]}"
 	install -d -m 0755 "$doc" "$root/DEBIAN"
-	chmod 0755 "$lib"/*
 	copyright >"$doc/copyright"
 	gzip -9 -n <README.md >"$doc/README.md.gz"
 	chmod 0644 "$doc"/*
-	(cd "$root" && find usr -type f | LC_ALL=C sort | xargs md5sum) >"$root/DEBIAN/md5sums"
+	(cd "$root" && sorted . usr | xargs md5sum) >"$root/DEBIAN/md5sums"
 	control "$root" "$arch" >"$root/DEBIAN/control"
 	chmod 0644 "$root/DEBIAN/md5sums" "$root/DEBIAN/control"
 	find "$root" -exec touch --no-dereference --date="@$SOURCE_DATE_EPOCH" {} +
@@ -183,12 +208,8 @@ deb() {
 }
 
 cmd_deb() {
-	local names=() arch name
-	for arch in $ARCHES; do
-		name=$(deb "$arch")
-		names+=("$name")
-	done
-	echo "release: ${names[*]} in $RELEASE_DIR"
+	each_arch deb
+	echo "release: ${BUILT[*]} in $RELEASE_DIR"
 }
 
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || true)}

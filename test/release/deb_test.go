@@ -4,10 +4,9 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -89,7 +88,7 @@ func TestDeb(t *testing.T) {
 	name := "cnisuite_" + debVersion + "_" + arch + ".deb"
 	dirs := []string{filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")}
 	for _, dir := range dirs {
-		run(t, root, buildEnv, "make", "deb", "RELEASE_DIR="+dir, "VERSION="+version, "ARCHES="+runtime.GOARCH)
+		makeArtifacts(t, root, "deb", dir, runtime.GOARCH)
 	}
 	deb := filepath.Join(dirs[0], name)
 	if !bytes.Equal(readFile(t, deb), readFile(t, filepath.Join(dirs[1], name))) {
@@ -127,27 +126,30 @@ func checkControl(t *testing.T, deb, arch string) {
 }
 
 // checkDebFiles asserts the package holds exactly the plugins in
-// /usr/lib/cni and its documentation, owned by root, at the build's time.
+// /usr/lib/cni, the tools in /usr/sbin and its documentation, owned by
+// root, at the build's time, the binaries built for this machine.
 func checkDebFiles(t *testing.T, deb string) {
 	want := []string{"./", "./usr/", "./usr/lib/", "./usr/lib/cni/"}
 	for _, p := range plugins {
 		want = append(want, "./usr/lib/cni/"+p)
 	}
+	want = append(want, "./usr/sbin/")
+	for _, tool := range tools {
+		want = append(want, "./usr/sbin/"+tool)
+	}
 	want = append(want, "./usr/share/", "./usr/share/doc/", "./usr/share/doc/cnisuite/",
 		"./usr/share/doc/cnisuite/README.md.gz", "./usr/share/doc/cnisuite/copyright")
-	tr := tar.NewReader(bytes.NewReader(run(t, "", nil, "dpkg-deb", "--fsys-tarfile", deb)))
 	var names []string
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, e := range readTar(t, deb, bytes.NewReader(run(t, "", nil, "dpkg-deb", "--fsys-tarfile", deb))) {
+		h := e.hdr
 		names = append(names, h.Name)
 		mode := int64(0o644)
-		if h.Typeflag == tar.TypeDir || strings.HasPrefix(h.Name, "./usr/lib/cni/") {
+		binary := h.Typeflag == tar.TypeReg &&
+			(strings.HasPrefix(h.Name, "./usr/lib/cni/") || strings.HasPrefix(h.Name, "./usr/sbin/"))
+		if binary {
+			checkBinary(t, runtime.GOARCH, path.Base(h.Name), e.data)
+		}
+		if h.Typeflag == tar.TypeDir || binary {
 			mode = 0o755
 		}
 		if h.Mode != mode || h.Uid != 0 || h.Gid != 0 || h.Uname != "root" || h.Gname != "root" || h.ModTime.Unix() != epoch {
@@ -200,6 +202,9 @@ func checkInstall(t *testing.T, deb string) {
 		if want := "cnisuite " + version; err != nil || !strings.Contains(string(out), want) {
 			t.Errorf("/usr/lib/cni/%s: %v, %q; want it to say %q", p, err, out, want)
 		}
+	}
+	for _, tool := range tools {
+		checkToolRuns(t, filepath.Join(root, "usr/sbin", tool))
 	}
 	// The reference package's other plugins go with it: node configurations
 	// naming them (podman's default names "firewall") need them from elsewhere.

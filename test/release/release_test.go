@@ -17,10 +17,7 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"hash"
-	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -57,8 +54,13 @@ var arches = map[string]struct {
 	"riscv64": {elf.EM_RISCV, elf.ELFCLASS64, elf.ELFDATA2LSB},
 }
 
-// plugins are the binaries every artifact must hold.
+// plugins are the plugins every artifact must hold; each carries the
+// version, stamped into pkg/skel.
 var plugins = []string{"bridge", "host-local", "loopback", "portmap", "tuning"}
+
+// tools are the commands every artifact must hold beside the plugins. They
+// carry no version: cnisuite-gc does not link pkg/skel, where the stamp goes.
+var tools = []string{"cnisuite-gc"}
 
 // tarName is the file name of an architecture's tarball.
 func tarName(arch string) string { return "cnisuite-linux-" + arch + "-" + version + ".tgz" }
@@ -70,7 +72,7 @@ func TestRelease(t *testing.T) {
 	need(t, "make", "tar", "gzip")
 	root := repoRoot(t)
 	dir := filepath.Join(t.TempDir(), "release")
-	run(t, root, buildEnv, "make", "release", "RELEASE_DIR="+dir, "VERSION="+version)
+	makeArtifacts(t, root, "release", dir, "")
 
 	for arch := range arches {
 		t.Run("tarball/"+arch, func(t *testing.T) { checkTarball(t, root, dir, arch) })
@@ -84,17 +86,18 @@ func TestRelease(t *testing.T) {
 }
 
 // checkTarball asserts an architecture's tarball holds exactly the plugins,
-// LICENSE and README.md, with fixed modes, owners and times, and binaries
-// built for that architecture as asked.
+// the tools, LICENSE and README.md, flat and in byte order, with fixed
+// modes, owners and times, and binaries built for that architecture as asked.
 func checkTarball(t *testing.T, root, dir, arch string) {
 	entries := readTarball(t, filepath.Join(dir, tarName(arch)))
 	var names []string
 	for _, e := range entries {
 		names = append(names, e.hdr.Name)
 	}
-	want := []string{"./LICENSE", "./README.md"}
-	for _, p := range plugins {
-		want = append(want, "./"+p)
+	want := slices.Concat([]string{"LICENSE", "README.md"}, plugins, tools)
+	slices.Sort(want)
+	for i, name := range want {
+		want[i] = "./" + name
 	}
 	if !slices.Equal(names, want) {
 		t.Fatalf("%s holds %q, want %q", tarName(arch), names, want)
@@ -116,10 +119,37 @@ func checkTarball(t *testing.T, root, dir, arch string) {
 				arch, name, h.Typeflag, h.Mode, h.Uid, h.Gid, h.Uname, h.Gname, h.ModTime.Unix(), wantMode, epoch)
 		}
 	}
+	checkBridgeKnowsHostLocal(t, arch, entries)
 }
 
-// checkBinary asserts a plugin is a static ELF executable for arch, built
-// with -trimpath, without cgo, and with the version stamped in.
+// checkBridgeKnowsHostLocal asserts bridge was linked with the Go build ID
+// of the host-local beside it (scripts/build.sh), without which it starts
+// host-local as a process instead of running it in its own.
+func checkBridgeKnowsHostLocal(t *testing.T, arch string, entries []entry) {
+	data := map[string][]byte{}
+	for _, e := range entries {
+		data[strings.TrimPrefix(e.hdr.Name, "./")] = e.data
+	}
+	f, err := elf.NewFile(bytes.NewReader(data["host-local"]))
+	if err != nil {
+		t.Fatalf("%s/host-local: %v", arch, err)
+	}
+	sec := f.Section(".note.go.buildid")
+	if sec == nil {
+		t.Fatalf("%s/host-local has no Go build ID note", arch)
+	}
+	note, err := sec.Data()
+	if err != nil || len(note) < 17 {
+		t.Fatalf("%s/host-local: build ID note %q, %v", arch, note, err)
+	}
+	id := note[16 : 16+f.ByteOrder.Uint32(note[4:])] // after namesz, descsz, type and "Go\0\0"
+	if !bytes.Contains(data["bridge"], id) {
+		t.Errorf("%s/bridge does not carry host-local's build ID %q", arch, id)
+	}
+}
+
+// checkBinary asserts a plugin or tool is a static ELF executable for arch,
+// built with -trimpath and without cgo; a plugin, with the version stamped in.
 func checkBinary(t *testing.T, arch, name string, data []byte) {
 	f, err := elf.NewFile(bytes.NewReader(data))
 	if err != nil {
@@ -150,7 +180,7 @@ func checkBinary(t *testing.T, arch, name string, data []byte) {
 	}
 	// With -trimpath the build info leaves -ldflags out, so the version's
 	// only copy in the binary is the one -X stamped into skel.Suite.
-	if !bytes.Contains(data, []byte(version)) {
+	if slices.Contains(plugins, name) && !bytes.Contains(data, []byte(version)) {
 		t.Errorf("%s/%s does not contain the version %q", arch, name, version)
 	}
 }
@@ -179,9 +209,10 @@ func checkSums(t *testing.T, dir, file string, newHash func() hash.Hash) {
 	}
 }
 
-// checkRuns runs this machine's architecture's plugins, unpacked as an
-// operator would unpack them, and checks they answer VERSION and print the
-// stamped version in their about text.
+// checkRuns runs this machine's architecture's plugins and tools, unpacked
+// as an operator would unpack them, and checks the plugins answer VERSION
+// and print the stamped version in their about text, and the tools their
+// usage.
 func checkRuns(t *testing.T, dir string) {
 	if _, ok := arches[runtime.GOARCH]; !ok || runtime.GOOS != "linux" {
 		t.Skipf("no release binaries for %s/%s", runtime.GOOS, runtime.GOARCH)
@@ -210,6 +241,9 @@ func checkRuns(t *testing.T, dir string) {
 			t.Errorf("%s without CNI_COMMAND: %v, stderr %q; want it to contain %q", p, err, stderr.String(), want)
 		}
 	}
+	for _, tool := range tools {
+		checkToolRuns(t, filepath.Join(bin, tool))
+	}
 }
 
 // checkReproducible builds this machine's architecture again with an empty
@@ -226,22 +260,16 @@ func checkReproducible(t *testing.T, root, first string) {
 	}{{runtime.GOARCH, true}, {other, false}}
 	for _, b := range builds {
 		again := filepath.Join(t.TempDir(), "again")
-		env := append([]string{"VERSION=" + version, "RELEASE_DIR=" + again, "ARCHES=" + b.arch}, buildEnv...)
+		var env []string
 		if b.fresh {
 			env = append(env, "GOCACHE="+filepath.Join(t.TempDir(), "gocache"))
 		}
-		run(t, root, env, "scripts/release.sh", "tarballs")
+		makeArtifacts(t, root, "release", again, b.arch, env...)
 		x, y := readFile(t, filepath.Join(first, tarName(b.arch))), readFile(t, filepath.Join(again, tarName(b.arch)))
 		if !bytes.Equal(x, y) {
 			t.Errorf("%s differs between two builds (%d and %d bytes)", tarName(b.arch), len(x), len(y))
 		}
 	}
-}
-
-// entry is one file of a tarball.
-type entry struct {
-	hdr  *tar.Header
-	data []byte
 }
 
 // readTarball reads every entry of a gzipped tarball, in order, and checks
@@ -255,83 +283,5 @@ func readTarball(t *testing.T, path string) []entry {
 	if zr.Name != "" || !zr.ModTime.IsZero() {
 		t.Errorf("%s: gzip header carries name %q and time %v, want neither (gzip -n)", path, zr.Name, zr.ModTime)
 	}
-	var out []entry
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatalf("%s: %s: %v", path, h.Name, err)
-		}
-		out = append(out, entry{h, data})
-	}
-}
-
-// need skips the test when a tool is missing, unless the run requires
-// every test (make test), where that is a failure.
-func need(t *testing.T, tools ...string) {
-	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CNISUITE_REQUIRE_PRIVILEGED") == "1" {
-				t.Fatalf("%s is not installed", tool)
-			}
-			t.Skipf("%s is not installed", tool)
-		}
-	}
-}
-
-// repoRoot is the checkout this package lives in.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "scripts/release.sh")); err != nil {
-		t.Fatalf("not in the cnisuite checkout: %v", err)
-	}
-	return root
-}
-
-// run runs a command in dir with env added to the test's environment and
-// returns its standard output; a failure ends the test with its output.
-func run(t *testing.T, dir string, env []string, name string, args ...string) []byte {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(inherited(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out, stderr.Bytes())
-	}
-	return out
-}
-
-// inherited is the test's environment without what would change a build
-// from the one a user starts: the settings of a make that runs the tests
-// (make test ARCHES=amd64) and the release script's own variables.
-func inherited() []string {
-	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		k, _, _ := strings.Cut(kv, "=")
-		return slices.Contains([]string{"MAKEFLAGS", "MFLAGS", "MAKELEVEL",
-			"ARCHES", "RELEASE_DIR", "VERSION", "SOURCE_DATE_EPOCH", "DEB_MAINTAINER"}, k)
-	})
-}
-
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return readTar(t, path, zr)
 }
