@@ -136,7 +136,7 @@ build_tests() {
 	if [ -n "${CNISUITE_BIN:-}" ]; then
 		cp -a "$CNISUITE_BIN"/. "$work/bin/"
 	else
-		(cd "$ROOT" && CGO_ENABLED=0 "$GO" build -trimpath -o "$work/bin/" ./plugins/*/*)
+		(cd "$ROOT" && CGO_ENABLED=0 GO="$GO" BUILDFLAGS=-trimpath scripts/build.sh "$work/bin" ./plugins/*/*)
 	fi
 	while read -r name pkg run; do
 		log "building $name ($pkg)"
