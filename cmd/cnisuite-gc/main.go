@@ -13,12 +13,15 @@
 // of that network as cni.dev/valid-attachments.
 //
 //	cnisuite-gc -bindir /opt/cnisuite/bin [-confdir /etc/cni/net.d] [-cachedir /var/lib/cni] [-n]
+//	cnisuite-gc -version
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+
+	"cnisuite/pkg/skel"
 )
 
 func main() {
@@ -27,7 +30,14 @@ func main() {
 	flag.StringVar(&o.confDir, "confdir", "/etc/cni/net.d", "the runtime's network configuration directory")
 	flag.StringVar(&o.cacheDir, "cachedir", "/var/lib/cni", "libcni's cache directory, holding results/")
 	flag.BoolVar(&o.dryRun, "n", false, "print what would be run, run nothing")
+	showVersion := flag.Bool("version", false, "print the suite version this tool was built with, and exit")
 	flag.Parse()
+	if *showVersion {
+		// The plugins it drives should be of the same version: compare with
+		// what they print for an empty CNI_COMMAND.
+		fmt.Printf("cnisuite-gc (cnisuite %s)\n", skel.Suite)
+		return
+	}
 	if o.binDir == "" {
 		fmt.Fprintln(os.Stderr, "cnisuite-gc: -bindir is required")
 		os.Exit(2)
