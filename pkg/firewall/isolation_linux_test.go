@@ -11,7 +11,6 @@ import (
 	"cnisuite/pkg/firewall/fwtypes"
 	"cnisuite/pkg/firewall/internal/fwtest"
 	"cnisuite/pkg/firewall/nftchain"
-	"cnisuite/test/sandbox"
 )
 
 // isoOwner is container id of network isonet with strict isolation and icc
@@ -40,63 +39,54 @@ func netChainsPresent(t *testing.T, o Owner) []string {
 // of the network holds them and go with the last one, by Remove or by GC;
 // Check sees a shared chain emptied behind our back.
 func TestIsolationLifecycle(t *testing.T) {
-	sandbox.Require(t)
 	ctx := context.Background()
-	for _, kind := range []string{KindNFTables, KindIPTables} {
-		t.Run(kind, func(t *testing.T) {
-			fwtest.InNS(t, func() {
-				b, err := New(ctx, kind)
-				if err != nil {
-					t.Fatal(err)
-				}
-				a, ra := isoOwner("a", 2)
-				c, rc := isoOwner("c", 3)
-				for _, x := range []struct {
-					o Owner
-					r Rules
-				}{{a, ra}, {c, rc}, {a, ra}} {
-					if err := b.Ensure(ctx, x.o, x.r); err != nil {
-						t.Fatalf("Ensure(%s): %v", x.o, err)
-					}
-				}
-				if got := netChainsPresent(t, a); len(got) != 3 {
-					t.Fatalf("network chains after two ADDs = %v, want 3", got)
-				}
-				if err := b.Remove(ctx, a); err != nil {
-					t.Fatalf("Remove(a): %v", err)
-				}
-				if got := netChainsPresent(t, a); len(got) != 3 {
-					t.Errorf("network chains with one owner left = %v, want all 3", got)
-				}
-				if err := b.Check(ctx, c, rc); err != nil {
-					t.Errorf("Check(c) after Remove(a) = %v, want nil", err)
-				}
-				flush := exec.Command("nft", "flush", "chain", "inet", "cnisuite_isolate", nftchain.NetChainName(nftchain.PrefixIsoFrom, c))
-				if out, err := flush.CombinedOutput(); err != nil {
-					t.Fatalf("%v: %v: %s", flush, err, out)
-				}
-				if err := b.Check(ctx, c, rc); !errors.Is(err, ErrMissing) {
-					t.Errorf("Check(c) with its network chain flushed = %v, want ErrMissing", err)
-				}
-				if err := b.Ensure(ctx, a, ra); err != nil {
-					t.Fatalf("Ensure(a) again: %v", err)
-				}
-				if err := b.Remove(ctx, c); err != nil {
-					t.Fatalf("Remove(c): %v", err)
-				}
-				if err := b.GC(ctx, PluginBridge, "isonet", nil); err != nil {
-					t.Fatalf("GC: %v", err)
-				}
-				if got := netChainsPresent(t, a); len(got) != 0 {
-					t.Errorf("network chains after the last owner went = %v, want none", got)
-				}
-				rs := fwtest.Ruleset(t)
-				for _, prefix := range []string{"ic-", "icd-", "icr-", "ih-"} {
-					if strings.Contains(rs, "chain "+prefix) {
-						t.Errorf("owner chain %s… left:\n%s", prefix, rs)
-					}
-				}
-			})
-		})
-	}
+	inEachBackend(t, func(t *testing.T, kind string, b Backend) {
+		a, ra := isoOwner("a", 2)
+		c, rc := isoOwner("c", 3)
+		for _, x := range []struct {
+			o Owner
+			r Rules
+		}{{a, ra}, {c, rc}, {a, ra}} {
+			if err := b.Ensure(ctx, x.o, x.r); err != nil {
+				t.Fatalf("Ensure(%s): %v", x.o, err)
+			}
+		}
+		if got := netChainsPresent(t, a); len(got) != 3 {
+			t.Fatalf("network chains after two ADDs = %v, want 3", got)
+		}
+		if err := b.Remove(ctx, a); err != nil {
+			t.Fatalf("Remove(a): %v", err)
+		}
+		if got := netChainsPresent(t, a); len(got) != 3 {
+			t.Errorf("network chains with one owner left = %v, want all 3", got)
+		}
+		if err := b.Check(ctx, c, rc); err != nil {
+			t.Errorf("Check(c) after Remove(a) = %v, want nil", err)
+		}
+		flush := exec.Command("nft", "flush", "chain", "inet", "cnisuite_isolate", nftchain.NetChainName(nftchain.PrefixIsoFrom, c))
+		if out, err := flush.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v: %s", flush, err, out)
+		}
+		if err := b.Check(ctx, c, rc); !errors.Is(err, ErrMissing) {
+			t.Errorf("Check(c) with its network chain flushed = %v, want ErrMissing", err)
+		}
+		if err := b.Ensure(ctx, a, ra); err != nil {
+			t.Fatalf("Ensure(a) again: %v", err)
+		}
+		if err := b.Remove(ctx, c); err != nil {
+			t.Fatalf("Remove(c): %v", err)
+		}
+		if err := b.GC(ctx, PluginBridge, "isonet", nil); err != nil {
+			t.Fatalf("GC: %v", err)
+		}
+		if got := netChainsPresent(t, a); len(got) != 0 {
+			t.Errorf("network chains after the last owner went = %v, want none", got)
+		}
+		rs := fwtest.Ruleset(t)
+		for _, prefix := range []string{"ic-", "icd-", "icr-", "ih-"} {
+			if strings.Contains(rs, "chain "+prefix) {
+				t.Errorf("owner chain %s… left:\n%s", prefix, rs)
+			}
+		}
+	})
 }
