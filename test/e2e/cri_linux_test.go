@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"fmt"
+	"io/fs"
 	"net"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +43,7 @@ func TestCRI(t *testing.T) {
 // then leave nothing.
 func criWebPod(n *criNode) {
 	n.useCRI("/opt/cni/bin", criConfDir)
+	recordsBefore := n.jumpRecords()
 	cfg := podConfig(uniqueName("web"), n.cgroupParent)
 	cfg.PortMappings = []*cri.PortMapping{{Protocol: cri.Protocol_TCP, ContainerPort: 80, HostPort: 18080}}
 	web := n.mustRunPod(cfg, "/bin/httpd", "-f", "-p", "80", "-h", "/www")
@@ -61,6 +65,9 @@ func criWebPod(n *criNode) {
 	client := n.mustRunPod(podConfig(uniqueName("client"), n.cgroupParent), "/bin/sleep", "3600")
 	n.podFetch(client, nodeAddr, 18080)
 	n.requireAttached(web.id, ip)
+	if n.iptablesNFT() && len(n.jumpRecords()) <= len(recordsBefore) {
+		n.t.Errorf("no record of the pods' iptables-nft jumps under %s: their DEL would dump the built-in chains", jumpRecordsDir)
+	}
 
 	for _, p := range []*criPod{web, client} {
 		if err := n.stopAndRemove(p); err != nil {
@@ -68,6 +75,33 @@ func criWebPod(n *criNode) {
 		}
 	}
 	n.requirePodsGone(web, client)
+	if after := n.jumpRecords(); !slices.Equal(after, recordsBefore) {
+		n.t.Errorf("records of iptables-nft jumps after the pods are gone: %q, before them: %q", after, recordsBefore)
+	}
+}
+
+// jumpRecordsDir is where the iptables backend records the handles of the
+// jumps it wrote with iptables-nft, so that DEL finds them without a dump.
+const jumpRecordsDir = "/run/cnisuite/iptables-jumps"
+
+// jumpRecords lists the node's records of iptables-nft jumps, sorted.
+func (n *criNode) jumpRecords() []string {
+	var found []string
+	root := n.path(jumpRecordsDir)
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			found = append(found, strings.TrimPrefix(p, root))
+		}
+		return nil
+	})
+	slices.Sort(found)
+	return found
+}
+
+// iptablesNFT reports whether the node's iptables is the nf_tables variant.
+func (n *criNode) iptablesNFT() bool {
+	out, err := n.run(30*time.Second, "iptables", "-V")
+	return err == nil && strings.Contains(out, "nf_tables")
 }
 
 // criHostnameDNS checks that the hostname and the DNS servers, searches
