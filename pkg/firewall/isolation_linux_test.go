@@ -90,3 +90,27 @@ func TestIsolationLifecycle(t *testing.T) {
 		}
 	})
 }
+
+// TestIsolationOddBridgeName: a bridge name that Go's %q would escape (a
+// byte-order mark) still names its map elements in the comments nft
+// writes: Check finds the rules, Remove leaves no chain, element or rule.
+func TestIsolationOddBridgeName(t *testing.T) {
+	inEachBackend(t, func(t *testing.T, kind string, b Backend) {
+		ctx := context.Background()
+		o, r := isoOwner("odd", 2)
+		r.Isolation.Bridge = "\ufeffbr"
+		if err := b.Ensure(ctx, o, r); err != nil {
+			t.Fatalf("Ensure: %v", err)
+		}
+		if err := b.Check(ctx, o, r); err != nil {
+			t.Errorf("Check: %v", err)
+		}
+		if err := b.Remove(ctx, o); err != nil {
+			t.Fatalf("Remove: %v", err)
+		}
+		if left := netChainsPresent(t, o); len(left) > 0 {
+			t.Errorf("Remove left the network chains %v:\n%s", left, fwtest.Ruleset(t))
+		}
+		fwtest.AssertNoOwnerRules(t)
+	})
+}

@@ -75,7 +75,10 @@ func writeChainLines(c Chain) []string {
 		"flush chain " + ts + " " + c.Name,
 	}
 	for _, r := range c.Rules {
-		lines = append(lines, fmt.Sprintf("add rule %s %s %s comment %q", ts, c.Name, r.Text, r.Comment()))
+		// nft strings take no escapes: the comment goes as it is (Go's %q
+		// would write a name's non-printable bytes as \u escapes, which nft keeps
+		// literally, and the comment would no longer name the map element).
+		lines = append(lines, fmt.Sprintf("add rule %s %s %s comment \"%s\"", ts, c.Name, r.Text, r.Comment()))
 	}
 	for _, el := range c.Elems() {
 		lines = append(lines, fmt.Sprintf("add element %s %s { %s : jump %s }", ts, el.Set, el.Key, c.Name))
