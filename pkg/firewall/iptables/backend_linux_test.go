@@ -32,6 +32,12 @@ func TestSplitSpec(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("splitSpec = %q, want %q", got, want)
 	}
+	for _, s := range []string{"cnisuite a/b", `e"x`, `a\b`, "\ufeffbr", `\"`} {
+		got := splitSpec("-m comment --comment " + iptQuote(s) + " -j X")
+		if len(got) != 6 || got[3] != s {
+			t.Errorf("splitSpec(iptQuote(%q)) = %q", s, got)
+		}
+	}
 }
 
 // TestCheckDetectsDeletedJump: with iptables, a jump into an owner chain

@@ -102,13 +102,19 @@ func checkFamilyNL(conn *netfilter.Conn, o fwtypes.Owner, t ipt, desired []iptUn
 	return nil
 }
 
-// splitSpec splits a rule spec into arguments; double quotes group words.
+// splitSpec splits a rule spec into arguments as iptables-restore does:
+// double quotes group words, a backslash takes the next rune as it is.
 func splitSpec(spec string) []string {
 	var out []string
 	var cur strings.Builder
-	quoted, started := false, false
+	quoted, started, escaped := false, false, false
 	for _, r := range spec {
 		switch {
+		case escaped:
+			cur.WriteRune(r)
+			escaped = false
+		case r == '\\':
+			escaped, started = true, true
 		case r == '"':
 			quoted, started = !quoted, true
 		case r == ' ' && !quoted:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,6 +136,41 @@ func TestConditionsBesideOwnAddresses(t *testing.T) {
 		}
 		fwtest.AssertNoOwnerRules(t)
 	})
+}
+
+// TestOddInterfaceName: an owner whose interface name holds a quote, a
+// backslash and a byte-order mark (all valid in a Linux interface name)
+// gets the same tag on its jumps whether iptables-restore (user conditions)
+// or the netlink writer writes them — the name as it is, as iptables-save
+// shows it — and Check and Remove find them.
+func TestOddInterfaceName(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	o := fwtest.PortOwner
+	o.IfName = "e\"\ufeff\\0"
+	for name, conds := range map[string][]string{"restore": {"!", "-i", "cni0"}, "netlink": nil} {
+		t.Run(name, func(t *testing.T) {
+			fwtest.InNS(t, func() {
+				primeNAT(t)
+				b := New()
+				r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV6, p.ConditionsV4 = nil, conds })
+				if err := b.Ensure(ctx, o, r); err != nil {
+					t.Fatalf("Ensure: %v", err)
+				}
+				if err := b.Check(ctx, o, r); err != nil {
+					t.Errorf("Check: %v", err)
+				}
+				out, err := exec.Command("iptables-save", "-t", "nat").Output()
+				if want := "--comment " + iptQuote("cnisuite "+o.String()) + " -j"; err != nil || !strings.Contains(string(out), want) {
+					t.Errorf("iptables-save does not name the owner as %s (%v):\n%s", want, err, out)
+				}
+				if err := b.Remove(ctx, o); err != nil {
+					t.Fatalf("Remove: %v", err)
+				}
+				fwtest.AssertNoOwnerRules(t)
+			})
+		})
+	}
 }
 
 // upLoWith sets lo up and gives it the addresses.

@@ -193,11 +193,20 @@ func iptHairpinUnit(o fwtypes.Owner, pm *fwtypes.PortMaps) iptUnit {
 	return u
 }
 
+// iptQuote quotes s as iptables-restore reads a quoted word: a backslash
+// takes the next byte as it is, every other byte stands for itself. (Go's
+// %q would write a non-printable rune of an interface name as \uXXXX, which
+// iptables-restore reads as "uXXXX", while the netlink writer stores the
+// bytes: the two would disagree on the owner's tag.)
+func iptQuote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
 // iptEntries returns the jumps leading into an owner chain. They are a
 // function of the chain's name and rules only, so Remove derives them from
 // what it reads back.
 func iptEntries(o fwtypes.Owner, chain string, rules []string) []iptEntry {
-	tag := fmt.Sprintf("-m comment --comment %q -j %s", "cnisuite "+o.String(), chain)
+	tag := "-m comment --comment " + iptQuote("cnisuite "+o.String()) + " -j " + chain
 	switch {
 	case strings.HasPrefix(chain, PrefixDNAT):
 		spec := "-m addrtype --dst-type LOCAL " + tag
