@@ -21,6 +21,7 @@ type options struct {
 	leases          int
 	hostLocalOnly   bool
 	statusOnly      bool
+	rssOnly         bool
 	burstN, burstK  int
 	busyRules       int
 	busyN           int
@@ -41,6 +42,7 @@ func parseFlags() (*options, error) {
 	flag.IntVar(&o.busyN, "busy-n", 60, "containers per chain in the busy-node run")
 	flag.IntVar(&o.burstK, "burst-k", 12, "pods of the burst started at a time")
 	flag.BoolVar(&o.statusOnly, "status-only", false, "measure the chains' STATUS alone")
+	flag.BoolVar(&o.rssOnly, "rss-only", false, "measure the plugins' peak memory alone")
 	flag.BoolVar(&o.hostLocalOnly, "host-local-only", false, "measure host-local alone (no chains)")
 	flag.Parse()
 	for _, s := range strings.Split(sizes, ",") {

@@ -77,8 +77,13 @@ func (rep *report) measurements(b *strings.Builder) {
 		v := rep.PerPlugin[k]
 		fmt.Fprintf(b, "| %s alone (libcni), median ms | ADD %.1f, CHECK %.1f, DEL %.1f |\n", k, v["ADD"], v["CHECK"], v["DEL"])
 	}
-	for plugin, byVerb := range rep.PeakKB {
-		fmt.Fprintf(b, "| peak RSS of %s | %s |\n", plugin, peakCell(byVerb))
+	plugins := make([]string, 0, len(rep.PeakKB))
+	for p := range rep.PeakKB {
+		plugins = append(plugins, p)
+	}
+	sort.Strings(plugins)
+	for _, p := range plugins {
+		fmt.Fprintf(b, "| peak RSS of %s (GNU time, any backend) | %s |\n", p, peakCell(rep.PeakKB[p]))
 	}
 }
 

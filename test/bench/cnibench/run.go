@@ -77,6 +77,9 @@ func runAll(o *options) (*report, error) {
 	if o.statusOnly {
 		return rep, rep.status(o, floor)
 	}
+	if o.rssOnly {
+		return rep, rep.peakMemory(o, netnses[:min(rssSamples, len(netnses))])
+	}
 	for _, n := range o.sizes {
 		for _, c := range ours { // each backend alone on the node, paired with the floor
 			if err := rep.sequential(o, floor, []*chain{floorChain, c}, n); err != nil {
@@ -86,7 +89,8 @@ func runAll(o *options) (*report, error) {
 	}
 	var errs []error
 	if len(ours) > 0 {
-		errs = append(errs, rep.inProcess(o, floor, netnses[:o.sizes[0]]), rep.status(o, floor), rep.parallel(o, ours))
+		errs = append(errs, rep.inProcess(o, floor, netnses[:o.sizes[0]]), rep.peakMemory(o, netnses[:min(rssSamples, len(netnses))]))
+		errs = append(errs, rep.status(o, floor), rep.parallel(o, ours))
 		errs = append(errs, rep.bursts(o, floor, floorChain, ours), rep.busyNode(o, floor, floorChain, ours))
 	}
 	errs = append(errs, rep.hostLocal(o, netnses[0]))
@@ -142,8 +146,7 @@ func ratios(s, floor *scenario) map[string]float64 {
 	return out
 }
 
-// inProcess measures each backend through libcni in this process, and
-// the plugins' peak memory.
+// inProcess measures each backend through libcni in this process.
 func (rep *report) inProcess(o *options, floor string, netnses []string) error {
 	m := &meteredExec{peakKB: map[string]map[string]int64{}, times: map[string]map[string][]time.Duration{}}
 	var errs []error
@@ -170,13 +173,11 @@ func (rep *report) inProcess(o *options, floor string, netnses []string) error {
 		rep.Scenarios = append(rep.Scenarios, s)
 		errs = append(errs, err)
 	}
-	delete(m.peakKB, "floor")
 	for key := range m.times {
 		if strings.HasPrefix(key, "floor/") {
 			delete(m.times, key)
 		}
 	}
-	rep.PeakKB = m.peakKB
 	rep.PerPlugin = map[string]map[string]float64{}
 	for key, byVerb := range m.times {
 		rep.PerPlugin[key] = map[string]float64{}
@@ -295,4 +296,29 @@ func (rep *report) bursts(o *options, floorDir string, floor *chain, ours []*cha
 		rep.Bursts = append(rep.Bursts, b)
 	}
 	return nil
+}
+
+// rssSamples is how many containers the memory pass attaches per chain.
+const rssSamples = 10
+
+// peakMemory attaches a few containers per chain through libcni again,
+// each plugin run under GNU time, and keeps each plugin's peak resident set
+// per verb (see meteredExec). Without GNU time it measures nothing and says
+// so.
+func (rep *report) peakMemory(o *options, netnses []string) error {
+	const via = "/usr/bin/time"
+	if _, err := os.Stat(via); err != nil {
+		fmt.Fprintln(os.Stderr, "cnibench: no GNU time (Debian package time): peak memory not measured")
+		return nil
+	}
+	m := &meteredExec{peakKB: map[string]map[string]int64{}, times: map[string]map[string][]time.Duration{}, rssVia: via}
+	var errs []error
+	for _, name := range o.backends {
+		fmt.Fprintf(os.Stderr, "cnibench: %s chain, peak memory of each plugin over %d containers...\n", name, len(netnses))
+		c := &chain{name: name, index: 9}
+		_, err := inProcess(o.bin, c.conf("/var/lib/cni/bench-rss-"+name), netnses, m)
+		errs = append(errs, err)
+	}
+	rep.PeakKB = m.peakKB
+	return errors.Join(errs...)
 }
