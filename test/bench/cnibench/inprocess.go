@@ -25,7 +25,7 @@ import (
 // with vfork semantics (the child borrows this process's memory until its
 // exec), and the kernel carries the borrowed memory's high-water mark into
 // the child's accounting — every plugin would show this benchmark's own
-// size (11 MiB in rounds 5 to 8). GNU time forks from its own small
+// size (10.4–11.3 MiB in rounds 0 to 8). GNU time forks from its own small
 // process, so the mark it reads is the plugin's.
 type meteredExec struct {
 	invoke.RawExec
