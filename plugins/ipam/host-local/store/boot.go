@@ -148,19 +148,26 @@ func (s *Store) listedLeases() ([]leaseEntry, error) {
 
 // indexEntries reads every lease the buckets list.
 func (s *Store) indexEntries() ([]leaseEntry, error) {
-	entries, err := os.ReadDir(s.indexDir)
+	return eachIndexFile(s.indexDir, "reading lease index", s.readBucket)
+}
+
+// eachIndexFile returns the leases read, through read, from every file of
+// the index directory dir but its dot files (the stamp, the spare); a
+// missing directory lists none.
+func eachIndexFile(dir, what string, read func(name string) ([]leaseEntry, error)) ([]leaseEntry, error) {
+	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, ioErr("reading lease index", err)
+		return nil, ioErr(what, err)
 	}
 	var out []leaseEntry
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
-			continue // the stamp and the spare
+			continue
 		}
-		listed, err := s.readBucket(e.Name())
+		listed, err := read(e.Name())
 		if err != nil {
 			return nil, err
 		}

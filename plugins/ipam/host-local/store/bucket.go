@@ -32,13 +32,6 @@ import (
 // bucketWithout), so a bucket of that size costs them microseconds.
 const bucketBits = 6
 
-// indexKey hashes an attachment; container IDs and interface names are not
-// trusted as file names.
-func indexKey(a types.Attachment) string {
-	sum := attachmentHash(a)
-	return hex.EncodeToString(sum[:16])
-}
-
 func attachmentHash(a types.Attachment) [sha256.Size]byte {
 	return sha256.Sum256([]byte(a.ContainerID + "\x00" + a.IfName))
 }

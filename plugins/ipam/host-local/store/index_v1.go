@@ -49,28 +49,19 @@ func (s *Store) v1Stamped() (bool, error) {
 
 // v1IndexEntries reads every lease the previous release's index lists.
 func (s *Store) v1IndexEntries() ([]leaseEntry, error) {
-	entries, err := os.ReadDir(s.v1Index)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, ioErr("reading the lease index of the previous release", err)
-	}
-	var out []leaseEntry
-	for _, e := range entries {
-		if e.Name() == stampName {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(s.v1Index, e.Name()))
+	const what = "reading the lease index of the previous release"
+	return eachIndexFile(s.v1Index, what, func(name string) ([]leaseEntry, error) {
+		data, err := readFile(filepath.Join(s.v1Index, name))
 		if err != nil {
-			return nil, ioErr("reading the lease index of the previous release", err)
+			return nil, ioErr(what, err)
 		}
 		owner, ips := parseV1IndexFile(data)
+		out := make([]leaseEntry, 0, len(ips))
 		for _, ip := range ips {
 			out = append(out, leaseEntry{ip: ip, owner: owner})
 		}
-	}
-	return out, nil
+		return out, nil
+	})
 }
 
 // parseV1IndexFile reads a file of the previous index: the attachment on

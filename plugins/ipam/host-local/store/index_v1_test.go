@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"net"
@@ -158,4 +159,11 @@ func parseIPs(names []string) []net.IP {
 		out = append(out, net.ParseIP(n))
 	}
 	return out
+}
+
+// indexKey names a file of the previous release's index: the first 16
+// bytes of the attachment's hash, in hex.
+func indexKey(a types.Attachment) string {
+	sum := attachmentHash(a)
+	return hex.EncodeToString(sum[:16])
 }
