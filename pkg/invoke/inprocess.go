@@ -2,7 +2,6 @@ package invoke
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"sync"
 
@@ -70,7 +69,7 @@ func inProcessPlugin(pluginType, path string) *skel.Plugin {
 
 // runInProcess runs p as run would run its binary: env, stdin, stdout,
 // stderr and an exit status, which it turns into the same outcome.
-func runInProcess(_ context.Context, p *skel.Plugin, path string, env []string, stdin []byte, a *skel.CmdArgs) ([]byte, error) {
+func runInProcess(p *skel.Plugin, path string, env []string, stdin []byte, a *skel.CmdArgs) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	var exitErr error
 	if p.Run(env, bytes.NewReader(stdin), &stdout, &stderr) != 0 {

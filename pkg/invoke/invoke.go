@@ -93,7 +93,7 @@ func Delegate(ctx context.Context, a *skel.CmdArgs, command, pluginType string, 
 	}
 	env := withCommand(a.Env, command)
 	if p := inProcessPlugin(pluginType, path); p != nil {
-		return runInProcess(ctx, p, path, env, netconf, a)
+		return runInProcess(p, path, env, netconf, a)
 	}
 	var out []byte
 	for attempt := 0; ; attempt++ {

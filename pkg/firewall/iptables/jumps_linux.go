@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -126,14 +127,7 @@ func (t ipt) loadJumps(o fwtypes.Owner) ([]jump, bool) {
 	return out, len(out) > 0
 }
 
-func isParent(name string) bool {
-	for _, p := range iptParents {
-		if p == name {
-			return true
-		}
-	}
-	return false
-}
+func isParent(name string) bool { return slices.Contains(iptParents, name) }
 
 // knownJumps returns the owner's jumps as its file records them, each read
 // back by handle and found to be a jump into one of the present chains

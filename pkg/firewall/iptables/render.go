@@ -59,7 +59,7 @@ func iptComment(text string) string {
 // iptRule appends the digest comment before the target of a rule.
 func iptRule(matches, target string) string {
 	m := strings.TrimSpace(matches)
-	return strings.TrimSpace(fmt.Sprintf("%s -m comment --comment %q %s", m, iptComment(m+" "+target), target))
+	return strings.TrimSpace(m + " -m comment --comment " + iptQuote(iptComment(m+" "+target)) + " " + target)
 }
 
 // iptCommentRE is compiled on first use: most calls never read a rule
