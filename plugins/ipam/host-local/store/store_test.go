@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"cnisuite/pkg/types"
 )
 
@@ -165,8 +167,37 @@ func TestReleaseIdempotent(t *testing.T) {
 // TestIndexFollowsForeignChanges changes the lease directory behind the
 // store's back, as the reference plugin or an operator would, right after a
 // change of ours, and expects the store to see it.
+// TestIndexFollowsForeignChanges runs in a temporary directory (a tmpfs
+// inside the sandbox) and in one on the disk the checkout is on, where
+// users keep /var/lib/cni: the index's exchanges, links and stamps go
+// through ext4's code there, not tmpfs's.
 func TestIndexFollowsForeignChanges(t *testing.T) {
-	dataDir := t.TempDir()
+	t.Run("tmp", func(t *testing.T) { indexFollowsForeignChanges(t, t.TempDir()) })
+	t.Run("disk", func(t *testing.T) { indexFollowsForeignChanges(t, diskDir(t)) })
+}
+
+// diskDir returns a fresh directory beside the test's sources, removed at
+// the end; its file system is the checkout's (a disk, unless the checkout
+// itself is on a tmpfs, which the log then says).
+func diskDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(".", ".test-on-disk-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(abs, &fs); err == nil && fs.Type == unix.TMPFS_MAGIC {
+		t.Logf("%s is on a tmpfs: the checkout is", abs)
+	}
+	return abs
+}
+
+func indexFollowsForeignChanges(t *testing.T, dataDir string) {
 	dir := filepath.Join(dataDir, "net")
 	tests := []struct {
 		name   string
