@@ -135,3 +135,50 @@ func TestGCForgetsJumps(t *testing.T) {
 		}
 	})
 }
+
+// TestRemoveAfterTableRebuilt: the nat tables are gone and made again (a
+// reboot whose /run kept our records, or `nft flush ruleset`), so the
+// kernel numbers rules from the start and a new owner's jumps may get the
+// handles an old record names (they do here: the log shows them). Removing
+// the old owner, whose chains went with the tables, must succeed and leave
+// the new owner's rules whole (a Remove that trusted the record would
+// delete them); its record goes with it.
+func TestRemoveAfterTableRebuilt(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	r := fwtest.PortRules(t, func(*fwtypes.PortMaps) {})
+	fwtest.InNS(t, func() {
+		primeNAT(t)
+		b, old := New(), fwtest.PortOwner
+		if err := b.Ensure(ctx, old, r); err != nil {
+			t.Fatalf("Ensure(old): %v", err)
+		}
+		recorded, _ := iptFor(true).loadJumps(old)
+		if out, err := exec.Command("nft", "flush", "ruleset").CombinedOutput(); err != nil {
+			t.Fatalf("nft flush ruleset: %v: %s", err, out)
+		}
+		primeNAT(t)
+		current := old
+		current.ContainerID = "ctr-after"
+		if err := b.Ensure(ctx, current, r); err != nil {
+			t.Fatalf("Ensure(current): %v", err)
+		}
+		reused, _ := iptFor(true).loadJumps(current)
+		t.Logf("old record %v; the current owner's jumps %v", recorded, reused)
+		if err := b.Remove(ctx, old); err != nil {
+			t.Fatalf("Remove(old): %v", err)
+		}
+		if err := b.Check(ctx, current, r); err != nil {
+			t.Errorf("Check(current) after Remove(old): %v", err)
+		}
+		if _, ok := iptFor(true).loadJumps(old); ok {
+			t.Error("Remove(old) left its record")
+		}
+		if err := b.Remove(ctx, current); err != nil {
+			t.Fatalf("Remove(current): %v", err)
+		}
+		if save := saveNAT(t); strings.Contains(save, "CNIS-") {
+			t.Errorf("owner rules left:\n%s", save)
+		}
+	})
+}
