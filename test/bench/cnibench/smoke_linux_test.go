@@ -1,0 +1,65 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"cnisuite/test/sandbox"
+)
+
+// TestBenchSmoke runs every measurement of make bench at a tiny size on the
+// chain users write (no backend keys), so that the benchmark itself cannot
+// rot between the rounds that run it whole: each row must be there, with
+// no errors, and each plugin's peak memory must be its own — not this
+// process's, which the kernel hands a child Go starts (see meteredExec).
+func TestBenchSmoke(t *testing.T) {
+	sandbox.Require(t)
+	tools := t.TempDir()
+	for pkg, name := range map[string]string{
+		"github.com/containernetworking/cni/cnitool": "cnitool",
+		"cnisuite/test/bench/floor":                  "floor",
+	} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(tools, name), pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	o := &options{bin: sandbox.Bin(t), tools: tools, sizes: []int{20}, backends: []string{"default"},
+		parallel: 4, leases: 200, burstN: 12, burstK: 4, busyRules: 100, busyN: 5}
+	rep, err := runAll(o)
+	if err != nil {
+		t.Fatalf("runAll: %v", err)
+	}
+	md := rep.markdown()
+	for _, row := range []string{
+		"| default | cnitool | 20 |", "| default | libcni | 20 |", "| default (100 NAT rules) |",
+		"burst 12×4, default", "busy node, default", "STATUS of the default chain", "host-local on disk",
+		"peak RSS of bridge", "peak RSS of portmap", "peak RSS of tuning",
+	} {
+		if !strings.Contains(md, row) {
+			t.Errorf("the report has no row %q:\n%s", row, md)
+		}
+	}
+	if rep.ParallelErrors["default"] != 0 || len(rep.Bursts) != 1 || rep.Bursts[0].Errors != 0 {
+		t.Errorf("errors: parallel %v, bursts %+v", rep.ParallelErrors, rep.Bursts)
+	}
+	var self syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &self); err != nil {
+		t.Fatal(err)
+	}
+	for plugin, byVerb := range rep.PeakKB {
+		for verb, kb := range byVerb {
+			if kb <= 0 || kb >= self.Maxrss {
+				t.Errorf("peak RSS of %s %s = %d KiB, want the plugin's own, below this process's %d KiB", plugin, verb, kb, self.Maxrss)
+			}
+		}
+	}
+	// Read from the wrong process, every plugin shows the same figure: the
+	// benchmark's. tuning does far less than bridge (which runs host-local
+	// too) and is a smaller program.
+	if b, tu := rep.PeakKB["bridge"]["ADD"], rep.PeakKB["tuning"]["ADD"]; tu >= b {
+		t.Errorf("peak RSS of tuning ADD %d KiB, of bridge ADD %d KiB: not each plugin's own", tu, b)
+	}
+}
