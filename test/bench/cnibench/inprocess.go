@@ -41,18 +41,10 @@ func (m *meteredExec) ExecPlugin(ctx context.Context, path string, stdin []byte,
 	if m.rssVia != "" {
 		return m.execMeasuringRSS(ctx, path, stdin, env)
 	}
-	cmd := exec.CommandContext(ctx, path)
-	cmd.Env = env
-	cmd.Stdin = bytes.NewReader(stdin)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
 	start := time.Now()
-	err := cmd.Run()
+	out, err := startPlugin(ctx, path, stdin, env, path)
 	m.timed(filepath.Base(path), commandOf(env), time.Since(start))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v: %s%s", filepath.Base(path), err, out.String(), errOut.String())
-	}
-	return out.Bytes(), nil
+	return out, err
 }
 
 // execMeasuringRSS runs the plugin under GNU time and records its peak
@@ -65,20 +57,25 @@ func (m *meteredExec) execMeasuringRSS(ctx context.Context, path string, stdin [
 	}
 	f.Close()
 	defer os.Remove(f.Name())
-	cmd := exec.CommandContext(ctx, m.rssVia, "-q", "-f", "%M", "-o", f.Name(), path)
-	cmd.Env = env
-	cmd.Stdin = bytes.NewReader(stdin)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	runErr := cmd.Run()
-	data, err := os.ReadFile(f.Name())
-	if err == nil {
+	out, runErr := startPlugin(ctx, path, stdin, env, m.rssVia, "-q", "-f", "%M", "-o", f.Name(), path)
+	if data, err := os.ReadFile(f.Name()); err == nil {
 		if kb, convErr := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); convErr == nil {
 			m.record(filepath.Base(path), commandOf(env), kb)
 		}
 	}
-	if runErr != nil {
-		return nil, fmt.Errorf("%s: %v: %s%s", filepath.Base(path), runErr, out.String(), errOut.String())
+	return out, runErr
+}
+
+// startPlugin runs argv with the plugin's environment and stdin and returns
+// its stdout; a failure names the plugin at path with what it printed.
+func startPlugin(ctx context.Context, path string, stdin []byte, env []string, argv ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s: %v: %s%s", filepath.Base(path), err, out.String(), errOut.String())
 	}
 	return out.Bytes(), nil
 }
