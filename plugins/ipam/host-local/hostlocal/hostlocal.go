@@ -215,6 +215,8 @@ func cmdStatus(_ context.Context, a *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	// Only read: closing changes nothing.
+	defer func() { _ = st.Close() }()
 	if err := writable(st.Dir()); err != nil {
 		return types.Errorf(types.ErrNotAvailable, "cannot allocate: %w", err)
 	}

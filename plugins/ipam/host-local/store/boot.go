@@ -5,8 +5,9 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"cnisuite/pkg/statedir"
 )
 
 // Leases after a reboot. Network namespaces never survive a reboot, so a
@@ -51,10 +52,6 @@ func currentBoot() string {
 	return string(bytes.TrimSpace(data))
 }
 
-func (s *Store) bootPath() string {
-	return filepath.Join(filepath.Dir(filepath.Dir(s.indexDir)), bootRootName, filepath.Base(s.dir))
-}
-
 // forgetEarlierBoots releases the leases of earlier boots on the first
 // locked call of a boot and records the boot; later calls read one file.
 func (s *Store) forgetEarlierBoots() error {
@@ -62,13 +59,13 @@ func (s *Store) forgetEarlierBoots() error {
 	if boot == "" {
 		return nil
 	}
-	recorded, err := os.ReadFile(s.bootPath())
+	recorded, err := s.readBootRecord()
 	switch {
-	case err == nil && string(recorded) == boot:
-		return nil
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
+	case err != nil:
 		return ioErr("reading the boot record", err)
-	case err == nil:
+	case string(recorded) == boot:
+		return nil
+	case recorded != nil:
 		if err := s.releaseEarlierBoots(); err != nil {
 			return err
 		}
@@ -79,11 +76,26 @@ func (s *Store) forgetEarlierBoots() error {
 	return nil
 }
 
-func (s *Store) recordBoot(boot string) error {
-	if err := os.MkdirAll(filepath.Dir(s.bootPath()), 0o700); err != nil {
-		return ioErr("recording the boot", err)
+// readBootRecord reads <dataDir>/.host-local-boot/<network>: nil when
+// there is none.
+func (s *Store) readBootRecord() ([]byte, error) {
+	dir, err := s.root.Sub(bootRootName, false, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
 	}
-	if err := overwrite(s.bootPath(), []byte(boot)); err != nil {
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	return readOptional(dir, s.network)
+}
+
+func (s *Store) recordBoot(boot string) error {
+	dir, err := s.root.Sub(bootRootName, true, 0o700)
+	if err == nil {
+		err = errors.Join(dir.Overwrite(s.network, []byte(boot)), dir.Close())
+	}
+	if err != nil {
 		return ioErr("recording the boot", err)
 	}
 	s.point("boot-recorded")
@@ -148,26 +160,29 @@ func (s *Store) listedLeases() ([]leaseEntry, error) {
 
 // indexEntries reads every lease the buckets list.
 func (s *Store) indexEntries() ([]leaseEntry, error) {
-	return eachIndexFile(s.indexDir, "reading lease index", s.readBucket)
+	if err := s.openIndex(false); err != nil {
+		return nil, err
+	}
+	return eachIndexFile(s.index, "reading lease index", s.readBucket)
 }
 
 // eachIndexFile returns the leases read, through read, from every file of
 // the index directory dir but its dot files (the stamp, the spare); a
 // missing directory lists none.
-func eachIndexFile(dir, what string, read func(name string) ([]leaseEntry, error)) ([]leaseEntry, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+func eachIndexFile(dir *statedir.Dir, what string, read func(name string) ([]leaseEntry, error)) ([]leaseEntry, error) {
+	if dir == nil {
 		return nil, nil
 	}
+	entries, err := dir.List()
 	if err != nil {
 		return nil, ioErr(what, err)
 	}
 	var out []leaseEntry
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") {
+		if strings.HasPrefix(e.Name, ".") {
 			continue
 		}
-		listed, err := read(e.Name())
+		listed, err := read(e.Name)
 		if err != nil {
 			return nil, err
 		}

@@ -31,7 +31,7 @@ func (s *Store) GC(valid []types.Attachment) (released []net.IP, err error) {
 		if err := s.begin(); err != nil {
 			return released, err
 		}
-		if err := removeIfExists(s.path(leaseName(l.ip))); err != nil {
+		if err := s.net.Remove(leaseName(l.ip)); err != nil {
 			return released, ioErr("releasing lease", err)
 		}
 		released = append(released, l.ip)

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"os"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
 )
 
@@ -19,7 +18,25 @@ import (
 // time, gives it another time even on file systems with coarse timestamps.
 const stampLag = 5 * time.Second
 
-func (s *Store) indexPathOf(name string) string { return filepath.Join(s.indexDir, name) }
+// openIndex opens the network's index directory, creating it (and the
+// index root) when create is set; while it is missing, s.index stays nil.
+func (s *Store) openIndex(create bool) error {
+	if s.index != nil {
+		return nil
+	}
+	root, err := s.root.Sub(indexRootName, create, 0o700)
+	if err == nil {
+		s.index, err = root.Sub(s.network, create, 0o700)
+		err = errors.Join(err, root.Close())
+	}
+	if errors.Is(err, fs.ErrNotExist) && !create {
+		return nil
+	}
+	if err != nil {
+		return ioErr("opening lease index", err)
+	}
+	return nil
+}
 
 // readBucket returns every lease a bucket lists; a missing bucket lists none.
 func (s *Store) readBucket(name string) ([]leaseEntry, error) {
@@ -28,10 +45,10 @@ func (s *Store) readBucket(name string) ([]leaseEntry, error) {
 }
 
 func (s *Store) readBucketText(name string) (string, error) {
-	data, err := readFile(s.indexPathOf(name))
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+	if err := s.openIndex(false); err != nil {
+		return "", err
 	}
+	data, err := readOptional(s.index, name)
 	if err != nil {
 		return "", ioErr("reading lease index", err)
 	}
@@ -45,12 +62,14 @@ func (s *Store) readBucketText(name string) (string, error) {
 // so that no copy of what the bucket listed before stays behind. A bucket
 // left with nothing to list is removed.
 func (s *Store) writeBucket(name, text string) error {
-	path, spare := s.indexPathOf(name), s.indexPathOf(spareName)
+	if s.noIndex {
+		return nil
+	}
 	var err error
 	if text == "" {
-		err = removeIfExists(path)
-	} else if err = exchange(spare, path, []byte(text)); err == nil {
-		err = unix.Truncate(spare, 0)
+		err = s.index.Remove(name)
+	} else if err = exchange(s.index, spareName, name, []byte(text)); err == nil {
+		err = s.index.Truncate(spareName, 0)
 		if errors.Is(err, fs.ErrNotExist) {
 			err = nil // the bucket was new: rename(2) used the spare up
 		}
@@ -62,8 +81,12 @@ func (s *Store) writeBucket(name, text string) error {
 	return nil
 }
 
-// indexGet returns the addresses the index lists for a (unconfirmed).
+// indexGet returns the addresses the index lists for a (unconfirmed);
+// without an index, those of a's lease files.
 func (s *Store) indexGet(a types.Attachment) ([]net.IP, error) {
+	if s.noIndex {
+		return s.scanFor(a)
+	}
 	text, err := s.readBucketText(bucketOf(a))
 	if err != nil {
 		return nil, err
@@ -111,41 +134,55 @@ func (s *Store) ensureIndex() error {
 	if err != nil {
 		return err
 	}
-	return s.rebuild(leases)
+	err = s.rebuild(leases)
+	if unwritable(err) {
+		// The index is a cache of the lease files. Where it cannot be
+		// written, lookups read the lease files instead, so that a DEL
+		// with nothing to release, or only unlinks to do, still succeeds
+		// on a full or read-only disk. Every lease change moves the
+		// directory's time, so the stale stamp stays stale.
+		s.noIndex, s.dirty = true, false
+		return nil
+	}
+	return err
 }
 
 // indexStamped reports whether the index's stamp matches the modification
 // time of the network directory, i.e. nothing changed it since our last
 // commit.
 func (s *Store) indexStamped() (bool, error) {
-	return stampMatches(s.dir, s.indexPathOf(stampName))
+	if err := s.openIndex(false); err != nil {
+		return false, err
+	}
+	return stampMatches(s.net, s.index)
 }
 
-// stampMatches reports whether the stamp file holds the modification time
-// of dir; a missing stamp matches nothing.
-func stampMatches(dir, stamp string) (bool, error) {
-	dirInfo, err := os.Stat(dir)
+// stampMatches reports whether the stamp file of the index directory idx
+// holds the modification time of the network directory; a missing stamp
+// (or index) matches nothing.
+func stampMatches(net, idx *statedir.Dir) (bool, error) {
+	mtime, err := net.ModTime()
 	if err != nil {
 		return false, ioErr("checking lease directory", err)
 	}
-	data, err := readFile(stamp)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	data, err := readOptional(idx, stampName)
+	if err != nil {
 		return false, ioErr("reading lease index stamp", err)
 	}
-	return err == nil && string(data) == stampText(dirInfo.ModTime()), nil
+	return data != nil && string(data) == stampText(mtime), nil
 }
 
 // begin invalidates the stamp before the first change, so that a crash
 // before Commit leaves the index unstamped, hence rebuilt by the next Lock.
 func (s *Store) begin() error {
-	if s.dirty {
+	if s.dirty || s.noIndex {
 		return nil
 	}
-	err := overwrite(s.indexPathOf(stampName), []byte(invalidStamp))
-	if errors.Is(err, fs.ErrNotExist) {
-		// No index yet: the boot release changes leases before the first
-		// rebuild (Lock).
-		err = os.MkdirAll(s.indexDir, 0o700)
+	// No index yet: the boot release changes leases before the first
+	// rebuild (Lock).
+	err := s.openIndex(true)
+	if err == nil {
+		err = s.index.Overwrite(stampName, []byte(invalidStamp))
 	}
 	if err != nil {
 		return ioErr("invalidating lease index", err)
@@ -169,20 +206,14 @@ func (s *Store) scan() ([]leaseEntry, error) {
 	if err != nil || len(names) == 0 {
 		return nil, err
 	}
-	dirfd, err := unix.Open(s.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, ioErr("listing leases", &fs.PathError{Op: "open", Path: s.dir, Err: err})
-	}
-	// Closing a directory only read cannot fail in a way that matters.
-	defer func() { _ = unix.Close(dirfd) }()
 	out := make([]leaseEntry, 0, len(names))
 	for _, name := range names {
-		data, err := readFileAt(dirfd, name)
+		data, err := s.net.ReadFile(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, ioErr("reading lease in "+s.dir, err)
+			return nil, ioErr("reading lease", err)
 		}
 		out = append(out, leaseEntry{ip: net.ParseIP(name), owner: parseLease(data)})
 	}
@@ -197,11 +228,11 @@ func (s *Store) rebuild(leases []leaseEntry) error {
 	if err := s.removeV1Index(); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(s.indexDir); err != nil {
-		return ioErr("removing stale lease index", err)
+	if err := s.removeIndex(); err != nil {
+		return err
 	}
-	if err := os.MkdirAll(s.indexDir, 0o700); err != nil {
-		return ioErr("creating lease index", err)
+	if err := s.openIndex(true); err != nil {
+		return err
 	}
 	buckets := map[string][]leaseEntry{}
 	for _, l := range leases {
@@ -212,7 +243,7 @@ func (s *Store) rebuild(leases []leaseEntry) error {
 	}
 	for name, entries := range buckets {
 		// The directory was just made empty: no stale file to unlink first.
-		if err := createNew(s.indexPathOf(name), bucketContent(entries)); err != nil {
+		if err := s.index.CreateNew(name, bucketContent(entries)); err != nil {
 			return ioErr("writing lease index", err)
 		}
 	}
@@ -220,23 +251,66 @@ func (s *Store) rebuild(leases []leaseEntry) error {
 	return s.stamp()
 }
 
+// removeIndex removes the network's index directory, never following a
+// link: one planted in its place is refused (statedir.ErrLink).
+func (s *Store) removeIndex() error {
+	if err := s.index.Close(); err != nil {
+		return ioErr("closing lease index", err)
+	}
+	s.index = nil
+	root, err := s.root.Sub(indexRootName, false, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		err = errors.Join(root.RemoveAll(s.network), root.Close())
+	}
+	if err != nil {
+		return ioErr("removing stale lease index", err)
+	}
+	return nil
+}
+
 // stamp sets the modification time of the network directory to an instant
 // in the past and writes that time, as the file system keeps it, into the
 // index's stamp file: the index matches the lease files while the two agree.
 func (s *Store) stamp() error {
 	t := time.Now().Add(-stampLag)
-	if err := os.Chtimes(s.dir, t, t); err != nil {
+	if err := s.net.SetTimes(t); err != nil {
 		return ioErr("stamping lease directory", err)
 	}
 	s.point("dir-stamped")
-	fi, err := os.Stat(s.dir)
+	mtime, err := s.net.ModTime()
 	if err != nil {
 		return ioErr("stamping lease directory", err)
 	}
-	if err := overwrite(s.indexPathOf(stampName), []byte(stampText(fi.ModTime()))); err != nil {
+	if err := s.index.Overwrite(stampName, []byte(stampText(mtime))); err != nil {
 		return ioErr("stamping lease index", err)
 	}
 	s.point("index-stamped")
 	s.dirty = false
 	return nil
+}
+
+// unwritable reports whether err means that the disk takes no more writes
+// from us: full, over quota, read-only or not ours to write.
+func unwritable(err error) bool {
+	for _, e := range []error{unix.ENOSPC, unix.EDQUOT, unix.EROFS, unix.EACCES, unix.EPERM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// scanFor reads every lease file and returns the addresses leased to a.
+func (s *Store) scanFor(a types.Attachment) ([]net.IP, error) {
+	leases, err := s.scan()
+	var out []net.IP
+	for _, l := range leases {
+		if l.owner == a {
+			out = append(out, l.ip)
+		}
+	}
+	return out, err
 }

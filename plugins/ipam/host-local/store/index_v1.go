@@ -4,10 +4,9 @@ import (
 	"errors"
 	"io/fs"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 
+	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
 )
 
@@ -25,33 +24,69 @@ const v1IndexRootName = ".host-local-index"
 // a crash half-way leaves that release, after a rollback, an unstamped
 // index that it rebuilds, never a stamped one with files missing.
 func (s *Store) removeV1Index() error {
-	if _, err := os.Lstat(s.v1Index); errors.Is(err, fs.ErrNotExist) {
-		return nil
+	const what = "removing the lease index of the previous release"
+	root, v1, err := s.openV1Index()
+	if err != nil || v1 == nil {
+		return err
 	}
-	if err := removeIfExists(filepath.Join(s.v1Index, stampName)); err != nil {
-		return ioErr("removing the lease index of the previous release", err)
+	defer root.Close()
+	err = errors.Join(v1.Remove(stampName), v1.Close())
+	if err != nil {
+		return ioErr(what, err)
 	}
 	s.point("v1-stamp-removed")
-	if err := os.RemoveAll(s.v1Index); err != nil {
-		return ioErr("removing the lease index of the previous release", err)
+	if err := root.RemoveAll(s.network); err != nil {
+		return ioErr(what, err)
 	}
 	// The root goes with its last network; while other networks still have
 	// theirs, rmdir(2) fails with ENOTEMPTY, which is expected.
-	_ = os.Remove(filepath.Dir(s.v1Index))
+	_ = s.root.RemoveDir(v1IndexRootName)
 	return nil
+}
+
+// openV1Index opens <dataDir>/.host-local-index and its directory of the
+// network; both are nil when the latter is missing.
+func (s *Store) openV1Index() (root, v1 *statedir.Dir, err error) {
+	if ok, err := s.openNet(false); !ok || err != nil {
+		return nil, nil, err
+	}
+	root, err = s.root.Sub(v1IndexRootName, false, 0)
+	if err == nil {
+		v1, err = root.Sub(s.network, false, 0)
+		if err != nil {
+			_ = root.Close() // only read
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, ioErr("opening the lease index of the previous release", err)
+	}
+	return root, v1, nil
 }
 
 // v1Stamped reports whether the previous release's stamp matches the
 // network directory: nothing changed the directory since its last commit.
 func (s *Store) v1Stamped() (bool, error) {
-	return stampMatches(s.dir, filepath.Join(s.v1Index, stampName))
+	root, v1, err := s.openV1Index()
+	if err != nil || v1 == nil {
+		return false, err
+	}
+	defer func() { _ = errors.Join(v1.Close(), root.Close()) }()
+	return stampMatches(s.net, v1)
 }
 
 // v1IndexEntries reads every lease the previous release's index lists.
 func (s *Store) v1IndexEntries() ([]leaseEntry, error) {
 	const what = "reading the lease index of the previous release"
-	return eachIndexFile(s.v1Index, what, func(name string) ([]leaseEntry, error) {
-		data, err := readFile(filepath.Join(s.v1Index, name))
+	root, v1, err := s.openV1Index()
+	if err != nil || v1 == nil {
+		return nil, err
+	}
+	defer func() { _ = errors.Join(v1.Close(), root.Close()) }()
+	return eachIndexFile(v1, what, func(name string) ([]leaseEntry, error) {
+		data, err := v1.ReadFile(name)
 		if err != nil {
 			return nil, ioErr(what, err)
 		}

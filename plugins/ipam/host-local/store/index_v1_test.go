@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cnisuite/pkg/statedir"
 	"encoding/hex"
 	"errors"
 	"io/fs"
@@ -51,7 +52,7 @@ func TestUpgradeFromV1IndexRebuilds(t *testing.T) {
 	dataDir := t.TempDir()
 	writeRef(t, filepath.Join(dataDir, "net"), map[string]string{"10.0.0.2": "c1\r\neth0", "10.0.0.3": "c2\r\neth0", lockName: ""})
 	v1 := writeV1Index(t, dataDir, map[types.Attachment][]string{a("c2", "eth0"): {"10.0.0.3", "10.0.0.9"}}, true)
-	if ok, err := stampMatches(filepath.Join(dataDir, "net"), filepath.Join(v1, stampName)); !ok || err != nil {
+	if ok, err := stampMatches(openDir(t, filepath.Join(dataDir, "net")), openDir(t, v1)); !ok || err != nil {
 		t.Fatalf("the previous release's stamp does not match (%v, %v): the test proves nothing", ok, err)
 	}
 	s := openLocked(t, dataDir)
@@ -166,4 +167,15 @@ func parseIPs(names []string) []net.IP {
 func indexKey(a types.Attachment) string {
 	sum := attachmentHash(a)
 	return hex.EncodeToString(sum[:16])
+}
+
+// openDir opens a directory of the test's for the store's helpers.
+func openDir(t *testing.T, path string) *statedir.Dir {
+	t.Helper()
+	d, err := statedir.OpenRoot(path, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
 }

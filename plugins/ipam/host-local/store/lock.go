@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"time"
 
@@ -23,25 +22,23 @@ func (s *Store) Lock(ctx context.Context) error {
 	if s.lock != nil {
 		return errors.New("store: lock already held")
 	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return ioErr("creating lease directory", err)
+	if _, err := s.openNet(true); err != nil {
+		return errors.Join(err, s.Close())
 	}
-	f, err := os.OpenFile(s.path(lockName), os.O_RDONLY|os.O_CREATE, 0o600)
+	f, err := s.net.OpenFile(lockName, unix.O_RDONLY|unix.O_CREAT, 0o600)
 	if err != nil {
-		return ioErr("opening lock file", err)
+		return errors.Join(ioErr("opening lock file", err), s.Close())
 	}
 	if err := flockWait(ctx, f); err != nil {
-		return errors.Join(err, f.Close())
+		return errors.Join(err, f.Close(), s.Close())
 	}
-	s.lock, s.dirty, s.broken = f, false, false
-	if err := s.cleanTemporaries(); err != nil {
-		return errors.Join(err, s.Unlock())
-	}
-	if err := s.forgetEarlierBoots(); err != nil {
-		return errors.Join(err, s.Unlock())
-	}
-	if err := s.ensureIndex(); err != nil {
-		return errors.Join(err, s.Unlock())
+	s.lock, s.dirty, s.broken, s.noIndex = f, false, false, false
+	for _, step := range []func() error{s.cleanTemporaries, s.forgetEarlierBoots, s.ensureIndex} {
+		if err := step(); err != nil {
+			// A half-done step must not be stamped as matching.
+			s.broken = true
+			return errors.Join(err, s.Unlock())
+		}
 	}
 	return nil
 }
@@ -81,7 +78,7 @@ func flockWait(ctx context.Context, f *os.File) error {
 // After a change that failed half-way it stamps nothing, so the next Lock
 // rebuilds the index from the lease files.
 func (s *Store) Commit() error {
-	if !s.dirty || s.broken {
+	if !s.dirty || s.broken || s.noIndex {
 		return nil
 	}
 	return s.stamp()
@@ -100,7 +97,7 @@ func (s *Store) Unlock() error {
 		err = errors.Join(err, ioErr("closing lock file", cerr))
 	}
 	s.lock = nil
-	return err
+	return errors.Join(err, s.Close())
 }
 
 // cleanTemporaries removes temporary files a crashed run may have left.
@@ -108,11 +105,10 @@ func (s *Store) Unlock() error {
 // even for a name that does not exist, and a DEL with nothing to release
 // must not fail over a file the user never heard of.
 func (s *Store) cleanTemporaries() error {
-	tmp := s.path(leaseTmpName)
-	if _, err := os.Lstat(tmp); errors.Is(err, fs.ErrNotExist) {
-		return nil
+	if there, err := s.net.Exists(leaseTmpName); err != nil || !there {
+		return err
 	}
-	if err := removeIfExists(tmp); err != nil {
+	if err := s.net.Remove(leaseTmpName); err != nil {
 		return ioErr("removing the temporary lease file a crashed run left", err)
 	}
 	return nil

@@ -31,6 +31,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
 )
 
@@ -46,15 +47,18 @@ const (
 )
 
 // Store is the lease directory of one network. Every method but Open,
-// Exists, Count and Taken needs the lock (Lock).
+// Exists, Count, Taken, LastReserved and Close needs the lock (Lock).
 type Store struct {
-	dir      string // <dataDir>/<network>
-	indexDir string // <dataDir>/.host-local-index2/<network>
-	v1Index  string // <dataDir>/.host-local-index/<network>, the previous format
-	lock     *os.File
-	dirty    bool   // changed since the last stamp
-	broken   bool   // a change failed half-way: leave the index stale
-	boot     string // the current boot ID, "" when unknown (boot.go)
+	dataDir string
+	network string
+	root    *statedir.Dir // dataDir; nil until first used
+	net     *statedir.Dir // <dataDir>/<network>
+	index   *statedir.Dir // <dataDir>/.host-local-index2/<network>, nil while missing
+	lock    *os.File
+	dirty   bool   // changed since the last stamp
+	broken  bool   // a change failed half-way: leave the index stale
+	noIndex bool   // the index cannot be written (a full or read-only disk): work from the lease files
+	boot    string // the current boot ID, "" when unknown (boot.go)
 
 	// crash, when set (tests only), is called after every write, to let a
 	// test stop the process between any two writes.
@@ -70,27 +74,47 @@ func Open(dataDir, network string) (*Store, error) {
 	if dataDir == "" {
 		return nil, types.Errorf(types.ErrInvalidConfig, "ipam.dataDir: empty path")
 	}
-	return &Store{
-		dir:      filepath.Join(dataDir, network),
-		indexDir: filepath.Join(dataDir, indexRootName, network),
-		v1Index:  filepath.Join(dataDir, v1IndexRootName, network),
-		boot:     currentBoot(),
-	}, nil
+	return &Store{dataDir: dataDir, network: network, boot: currentBoot()}, nil
 }
 
-// Dir returns the network directory.
-func (s *Store) Dir() string { return s.dir }
+// Dir returns the network directory's path.
+func (s *Store) Dir() string { return filepath.Join(s.dataDir, s.network) }
+
+// openNet opens the data directory and the network directory, creating
+// them when create is set; ok is false when one is missing (and not made).
+func (s *Store) openNet(create bool) (ok bool, err error) {
+	if s.net != nil {
+		return true, nil
+	}
+	if s.root == nil {
+		s.root, err = statedir.OpenRoot(s.dataDir, create, 0o755)
+		if errors.Is(err, fs.ErrNotExist) && !create {
+			return false, nil
+		}
+		if err != nil {
+			return false, ioErr("opening data directory", err)
+		}
+	}
+	s.net, err = s.root.Sub(s.network, create, 0o755)
+	if errors.Is(err, fs.ErrNotExist) && !create {
+		return false, nil
+	}
+	if err != nil {
+		return false, ioErr("opening lease directory", err)
+	}
+	return true, nil
+}
+
+// Close releases the directories the store opened; Unlock calls it.
+func (s *Store) Close() error {
+	err := errors.Join(s.index.Close(), s.net.Close(), s.root.Close())
+	s.index, s.net, s.root = nil, nil, nil
+	return err
+}
 
 // Exists reports whether the network directory exists.
 func (s *Store) Exists() (bool, error) {
-	_, err := os.Stat(s.dir)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	}
-	return false, ioErr("checking lease directory", err)
+	return s.openNet(false)
 }
 
 // markBroken notes a failed change, after which the index is not stamped.
@@ -105,8 +129,6 @@ func (s *Store) point(name string) {
 		s.crash(name)
 	}
 }
-
-func (s *Store) path(name string) string { return filepath.Join(s.dir, name) }
 
 // leaseName is the file name of the lease of ip, as the reference writes it.
 func leaseName(ip net.IP) string { return ip.String() }
@@ -141,16 +163,15 @@ func (s *Store) Reserve(a types.Attachment, ip net.IP, set int) (ok bool, err er
 // link(2) fails when the name exists, so two writers never share an address,
 // and a crash leaves either no lease or a complete one.
 func (s *Store) createLease(ip net.IP, content []byte) (bool, error) {
-	tmp := s.path(leaseTmpName)
-	if err := writeNew(tmp, content); err != nil {
+	if err := writeNew(s.net, leaseTmpName, content); err != nil {
 		return false, ioErr("writing lease", err)
 	}
 	s.point("lease-tmp-written")
-	linkErr := os.Link(tmp, s.path(leaseName(ip)))
+	linkErr := s.net.Link(leaseTmpName, leaseName(ip))
 	if linkErr == nil {
 		s.point("lease-linked")
 	}
-	if err := removeIfExists(tmp); err != nil {
+	if err := s.net.Remove(leaseTmpName); err != nil {
 		return false, errors.Join(ioErr("removing temporary lease", err), s.removeLease(ip, linkErr))
 	}
 	s.point("lease-tmp-removed")
@@ -167,7 +188,7 @@ func (s *Store) removeLease(ip net.IP, linkErr error) error {
 	if linkErr != nil {
 		return nil
 	}
-	return removeIfExists(s.path(leaseName(ip)))
+	return s.net.Remove(leaseName(ip))
 }
 
 // Release removes the lease of ip; an absent lease is not an error.
@@ -178,7 +199,7 @@ func (s *Store) Release(ip net.IP) (err error) {
 		return err
 	}
 	if err := s.releaseLease(owner, ip); err != nil {
-		return releaseErr(ip, owner, s.dir, err)
+		return releaseErr(ip, owner, s.Dir(), err)
 	}
 	return nil
 }
@@ -187,7 +208,7 @@ func (s *Store) releaseLease(owner types.Attachment, ip net.IP) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
-	if err := removeIfExists(s.path(leaseName(ip))); err != nil {
+	if err := s.net.Remove(leaseName(ip)); err != nil {
 		return ioErr("removing lease file", err)
 	}
 	s.point("lease-removed")
@@ -208,7 +229,10 @@ func releaseErr(ip net.IP, owner types.Attachment, dir string, err error) error 
 // Owner returns the attachment a lease file names, with IfName empty for a
 // legacy lease; ok is false when ip is not leased.
 func (s *Store) Owner(ip net.IP) (owner types.Attachment, ok bool, err error) {
-	data, err := readFile(s.path(leaseName(ip)))
+	if ok, err := s.openNet(false); !ok || err != nil {
+		return types.Attachment{}, false, err
+	}
+	data, err := s.net.ReadFile(leaseName(ip))
 	if errors.Is(err, fs.ErrNotExist) {
 		return types.Attachment{}, false, nil
 	}
@@ -260,7 +284,10 @@ func (s *Store) confirmed(key, want types.Attachment) ([]net.IP, error) {
 
 // LastReserved returns the last address reserved in range set set, or nil.
 func (s *Store) LastReserved(set int) (net.IP, error) {
-	data, err := readFile(s.path(fmt.Sprintf("%s%d", lastReservedPrefix, set)))
+	if ok, err := s.openNet(false); !ok || err != nil {
+		return nil, err
+	}
+	data, err := s.net.ReadFile(fmt.Sprintf("%s%d", lastReservedPrefix, set))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -272,7 +299,7 @@ func (s *Store) LastReserved(set int) (net.IP, error) {
 
 func (s *Store) writeLastReserved(set int, ip net.IP) error {
 	name := fmt.Sprintf("%s%d", lastReservedPrefix, set)
-	if err := exchange(s.path(name+spareSuffix), s.path(name), []byte(ip.String())); err != nil {
+	if err := exchange(s.net, name+spareSuffix, name, []byte(ip.String())); err != nil {
 		return ioErr("writing "+name, err)
 	}
 	s.point("last-reserved-written")
@@ -287,29 +314,29 @@ func (s *Store) Count() (int, error) {
 
 // Taken reports whether ip is leased.
 func (s *Store) Taken(ip net.IP) (bool, error) {
-	_, err := os.Lstat(s.path(leaseName(ip)))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
+	if ok, err := s.openNet(false); !ok || err != nil {
+		return false, err
 	}
-	return false, ioErr("checking lease", err)
+	taken, err := s.net.Exists(leaseName(ip))
+	if err != nil {
+		return false, ioErr("checking lease", err)
+	}
+	return taken, nil
 }
 
 // leaseNames lists the names of the lease files: those that are addresses.
 func (s *Store) leaseNames() ([]string, error) {
-	entries, err := os.ReadDir(s.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	if ok, err := s.openNet(false); !ok || err != nil {
+		return nil, err
 	}
+	entries, err := s.net.List()
 	if err != nil {
 		return nil, ioErr("listing leases", err)
 	}
 	var out []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && net.ParseIP(e.Name()) != nil {
-			out = append(out, e.Name())
+		if e.IsRegular() && net.ParseIP(e.Name) != nil {
+			out = append(out, e.Name)
 		}
 	}
 	return out, nil
