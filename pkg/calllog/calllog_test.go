@@ -194,3 +194,47 @@ func TestTraceParent(t *testing.T) {
 		}
 	}
 }
+
+// A logFile naming a file that is not a call log, past the limit, is not
+// rotated, and an existing "<file>.1" that is not a rotated call log is
+// never replaced: before, rotation renamed the file over it.
+func TestRotationKeepsForeignFiles(t *testing.T) {
+	for _, tc := range []struct{ name, current, rotated string }{
+		{"foreign .1", "", "someone else's data\n"},
+		{"foreign file", "someone else's data, long enough to be past the limit\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "cni.log")
+			if tc.rotated != "" {
+				if err := os.WriteFile(path+".1", []byte(tc.rotated), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.current != "" {
+				if err := os.WriteFile(path, []byte(tc.current), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var err error
+			for i := 0; i < 20 && err == nil; i++ {
+				c := Start(path, LevelInfo)
+				c.limit = 40
+				err = c.Finish(Identity{Plugin: "p", Verb: "ADD", ContainerID: fmt.Sprint(i)}, Outcome{})
+			}
+			if err == nil || !strings.Contains(err.Error(), "not rotating") {
+				t.Errorf("Finish = %v, want a refusal to rotate", err)
+			}
+			if tc.rotated != "" {
+				if data, _ := os.ReadFile(path + ".1"); string(data) != tc.rotated {
+					t.Errorf("%s.1 = %q, want it kept", path, data)
+				}
+			}
+			if tc.current != "" {
+				if data, _ := os.ReadFile(path); string(data) != tc.current {
+					t.Errorf("%s = %q, want it kept", path, data)
+				}
+			}
+		})
+	}
+}

@@ -40,17 +40,17 @@ type Dir struct {
 	path string // for messages only; never used to reach a file
 }
 
-// OpenRoot opens the state directory at path, creating it and its missing
-// parents with mode perm when create is set. Links in path are followed:
-// the path is the operator's. A missing directory without create is
-// fs.ErrNotExist.
+// OpenRoot opens the state directory at path, creating it with mode perm
+// (and its missing parents with 0755) when create is set. Links in path are
+// followed: the path is the operator's. A missing directory without create
+// is fs.ErrNotExist. A directory that exists keeps its mode.
 func OpenRoot(path string, create bool, perm os.FileMode) (*Dir, error) {
 	if path == "" {
 		return nil, errors.New("state directory: empty path")
 	}
 	fd, err := openDirFollow(path)
 	if errors.Is(err, unix.ENOENT) && create {
-		if err := os.MkdirAll(path, perm); err != nil {
+		if err := makeRoot(path, perm); err != nil {
 			return nil, err
 		}
 		fd, err = openDirFollow(path)
@@ -59,6 +59,17 @@ func OpenRoot(path string, create bool, perm os.FileMode) (*Dir, error) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	return &Dir{fd: fd, path: path}, nil
+}
+
+func makeRoot(path string, perm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(path)), 0o755); err != nil {
+		return err
+	}
+	err := os.Mkdir(path, perm)
+	if errors.Is(err, fs.ErrExist) {
+		return nil // a racing twin made it
+	}
+	return err
 }
 
 func openDirFollow(path string) (int, error) {

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
 )
 
@@ -57,7 +60,10 @@ func (s *State) Merge(newer *State) {
 	}
 }
 
-// Store keeps one state file per attachment in a directory.
+// Store keeps one state file per attachment in a directory. The directory
+// is the operator's (a link in its path is followed); below it, nothing is
+// (pkg/statedir): a link planted under a state file's name is refused, and
+// a directory that exists keeps its mode.
 type Store struct {
 	Dir string
 }
@@ -67,24 +73,42 @@ func stateFileName(containerID, ifName string) string {
 	return containerID + "_" + ifName + ".json"
 }
 
-// path validates the parts of the file name and returns the file's path.
-func (s Store) path(containerID, ifName string) (string, error) {
+// name validates the parts of the file name and returns it.
+func name(containerID, ifName string) (string, error) {
 	if err := types.ValidateContainerID(containerID); err != nil {
 		return "", err
 	}
 	if err := types.ValidateIfName(ifName); err != nil {
 		return "", err
 	}
-	return filepath.Join(s.Dir, stateFileName(containerID, ifName)), nil
+	return stateFileName(containerID, ifName), nil
+}
+
+// open opens the state directory, creating it 0700 when create is set; a
+// missing directory without create is nil.
+func (s Store) open(create bool) (*statedir.Dir, error) {
+	d, err := statedir.OpenRoot(s.Dir, create, 0o700)
+	if errors.Is(err, fs.ErrNotExist) && !create {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, types.Errorf(types.ErrIO, "opening tuning state directory: %w", err)
+	}
+	return d, nil
 }
 
 // Load returns the attachment's state, nil when there is none.
 func (s Store) Load(containerID, ifName string) (*State, error) {
-	p, err := s.path(containerID, ifName)
+	n, err := name(containerID, ifName)
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(p)
+	d, err := s.open(false)
+	if d == nil || err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	data, err := d.ReadFile(n)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -93,15 +117,15 @@ func (s Store) Load(containerID, ifName string) (*State, error) {
 	}
 	st := &State{}
 	if err := json.Unmarshal(data, st); err != nil {
-		return nil, types.Errorf(types.ErrDecoding, "tuning state %s: %w", p, err)
+		return nil, types.Errorf(types.ErrDecoding, "tuning state %s: %w", d.Join(n), err)
 	}
 	return st, nil
 }
 
-// Save writes the attachment's state atomically: a 0600 file in a 0700
-// directory.
+// Save writes the attachment's state atomically: a 0600 file, in a
+// directory created 0700 when missing.
 func (s Store) Save(containerID, ifName string, st *State) error {
-	p, err := s.path(containerID, ifName)
+	n, err := name(containerID, ifName)
 	if err != nil {
 		return err
 	}
@@ -109,46 +133,51 @@ func (s Store) Save(containerID, ifName string, st *State) error {
 	if err != nil {
 		return fmt.Errorf("encoding tuning state: %w", err)
 	}
-	if err := ensureDir(s.Dir); err != nil {
+	d, err := s.open(true)
+	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(s.Dir, ".tmp-"+filepath.Base(p)+"-*")
-	if err != nil {
+	defer d.Close()
+	tmp := ".tmp-" + n + "." + strconv.Itoa(os.Getpid())
+	if err := writeSynced(d, tmp, data); err != nil {
 		return types.Errorf(types.ErrIO, "writing tuning state: %w", err)
 	}
-	_, werr := tmp.Write(data)
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp.Name()) // best effort: the write already failed
-		return types.Errorf(types.ErrIO, "writing tuning state %s: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		os.Remove(tmp.Name()) // best effort: the rename already failed
-		return types.Errorf(types.ErrIO, "writing tuning state: %w", err)
+	if err := d.Rename(tmp, n, 0); err != nil {
+		return types.Errorf(types.ErrIO, "writing tuning state: %w", errors.Join(err, d.Remove(tmp)))
 	}
 	return nil
 }
 
-// ensureDir creates dir with mode 0700, and narrows an existing one (the
-// reference plugin creates it 0600) to 0700.
-func ensureDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return types.Errorf(types.ErrIO, "creating tuning state directory: %w", err)
+// writeSynced writes data to a new file name in d and syncs it; a file of
+// that name left by a crashed run is replaced.
+func writeSynced(d *statedir.Dir, name string, data []byte) error {
+	if err := d.Remove(name); err != nil {
+		return err
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return types.Errorf(types.ErrIO, "setting mode of tuning state directory: %w", err)
+	f, err := d.OpenFile(name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	if err := errors.Join(werr, serr, f.Close()); err != nil {
+		return errors.Join(err, d.Remove(name))
 	}
 	return nil
 }
 
 // Remove deletes the attachment's state; a missing file is not an error.
 func (s Store) Remove(containerID, ifName string) error {
-	p, err := s.path(containerID, ifName)
+	n, err := name(containerID, ifName)
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	d, err := s.open(false)
+	if d == nil || err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Remove(n); err != nil {
 		return types.Errorf(types.ErrIO, "removing tuning state: %w", err)
 	}
 	return nil
@@ -159,10 +188,12 @@ func (s Store) Remove(containerID, ifName string) error {
 // without a network (written by the reference plugin, which does not record
 // it), are kept. A missing directory has nothing to collect.
 func (s Store) GC(network string, keep []types.Attachment) error {
-	entries, err := os.ReadDir(s.Dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	d, err := s.open(false)
+	if d == nil || err != nil {
+		return err
 	}
+	defer d.Close()
+	entries, err := d.List()
 	if err != nil {
 		return types.Errorf(types.ErrIO, "listing tuning state directory: %w", err)
 	}
@@ -172,11 +203,10 @@ func (s Store) GC(network string, keep []types.Attachment) error {
 	}
 	var errs []error
 	for _, e := range entries {
-		name := e.Name()
-		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".json") || valid[name] || !s.ownedBy(name, network) {
+		if !e.IsRegular() || !strings.HasSuffix(e.Name, ".json") || valid[e.Name] || !ownedBy(d, e.Name, network) {
 			continue
 		}
-		if err := os.Remove(filepath.Join(s.Dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := d.Remove(e.Name); err != nil {
 			errs = append(errs, types.Errorf(types.ErrIO, "removing tuning state: %w", err))
 		}
 	}
@@ -185,8 +215,8 @@ func (s Store) GC(network string, keep []types.Attachment) error {
 
 // ownedBy reports whether the state file name records network. A file that
 // cannot be read or decoded is kept for DEL to report.
-func (s Store) ownedBy(name, network string) bool {
-	data, err := os.ReadFile(filepath.Join(s.Dir, name))
+func ownedBy(d *statedir.Dir, name, network string) bool {
+	data, err := d.ReadFile(name)
 	if err != nil {
 		return false
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"testing"
 
+	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
 )
 
@@ -37,15 +38,54 @@ func TestStoreSaveLoadRemove(t *testing.T) {
 	}
 }
 
-func TestStoreNarrowsReferenceDirMode(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "tuning")
-	if err := os.Mkdir(dir, 0o755); err != nil {
+// A state directory that exists keeps its mode, whether it is shared
+// (1777) or reached through a link in the configured path: the store never
+// chmods a directory it did not create.
+func TestStoreKeepsDirMode(t *testing.T) {
+	shared := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(shared, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := (Store{Dir: dir}).Save("c", "eth0", &State{}); err != nil {
+	if err := os.Chmod(shared, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	linked := filepath.Join(t.TempDir(), "tuning")
+	if err := os.Symlink(shared, linked); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{shared, linked} {
+		if err := (Store{Dir: dir}).Save("c", "eth0", &State{}); err != nil {
+			t.Fatalf("Save: %v", err)
+		}
+		assertMode(t, shared, 0o777|os.ModeSticky|os.ModeDir)
+	}
+}
+
+// A link planted under a state file's name is never read or written
+// through: Load refuses it naming it, Save replaces the link itself, and
+// the file it pointed at keeps its content.
+func TestStorePlantedLink(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte(`{"mtu":9000}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, "c_eth0.json")); err != nil {
+		t.Fatal(err)
+	}
+	store := Store{Dir: dir}
+	if _, err := store.Load("c", "eth0"); !errors.Is(err, statedir.ErrLink) {
+		t.Errorf("Load(planted link) = %v, want a refusal naming the link", err)
+	}
+	if err := store.Save("c", "eth0", &State{MTU: 1400}); err != nil {
 		t.Fatalf("Save: %v", err)
 	}
-	assertMode(t, dir, 0o700|os.ModeDir)
+	if data, _ := os.ReadFile(victim); string(data) != `{"mtu":9000}` {
+		t.Errorf("the link's target was written through: %q", data)
+	}
+	if got, err := store.Load("c", "eth0"); err != nil || got.MTU != 1400 {
+		t.Errorf("Load after Save = %+v, %v; want the saved state", got, err)
+	}
 }
 
 func TestStoreReadsReferenceBackup(t *testing.T) {
