@@ -72,7 +72,7 @@ func inProcessPlugin(pluginType, path string) *skel.Plugin {
 func runInProcess(p *skel.Plugin, path string, env []string, stdin []byte, a *skel.CmdArgs) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	var exitErr error
-	if p.Run(env, bytes.NewReader(stdin), &stdout, &stderr) != 0 {
+	if p.RunConfig(env, stdin, &stdout, &stderr) != 0 {
 		exitErr = errExitStatus1
 	}
 	return outcome(path, &stdout, &stderr, exitErr, a)

@@ -45,7 +45,28 @@ func Open(path string) (*NetNS, error) {
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	if err := requireNetNS(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotNetNS, path, err)
+	}
 	return &NetNS{file: f, path: path}, nil
+}
+
+// nsGetNSType is ioctl_ns(2)'s NS_GET_NSTYPE: the kind of namespace.
+const nsGetNSType = 0xb703
+
+// requireNetNS refuses an open file that is not a network namespace: a
+// namespace of another kind (/proc/self/ns/pid), or a /proc file that is
+// not a namespace at all.
+func requireNetNS(f *os.File) error {
+	kind, err := unix.IoctlRetInt(int(f.Fd()), nsGetNSType)
+	if err != nil {
+		return fmt.Errorf("not a namespace: %w", err)
+	}
+	if kind != unix.CLONE_NEWNET {
+		return fmt.Errorf("a namespace of another kind (%#x)", kind)
+	}
+	return nil
 }
 
 // Current opens the network namespace of the calling thread.

@@ -23,6 +23,18 @@ func TestOpenErrors(t *testing.T) {
 	if _, err := ns.Open(f); !errors.Is(err, ns.ErrNotNetNS) {
 		t.Errorf("Open(regular file) = %v, want ErrNotNetNS", err)
 	}
+	// Namespaces of other kinds, and /proc files that are none: the
+	// first gave code 999 (setns failed later) before Open asked the kind.
+	for _, p := range []string{"/proc/self/ns/pid", "/proc/self/ns/mnt", "/proc/self/status"} {
+		if _, err := ns.Open(p); !errors.Is(err, ns.ErrNotNetNS) {
+			t.Errorf("Open(%s) = %v, want ErrNotNetNS", p, err)
+		}
+	}
+	n, err := ns.Open("/proc/self/ns/net")
+	if err != nil {
+		t.Fatalf("Open(/proc/self/ns/net) = %v", err)
+	}
+	n.Close()
 }
 
 func TestIsOwn(t *testing.T) {

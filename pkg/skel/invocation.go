@@ -19,8 +19,11 @@ type invocation struct {
 	vars   map[string]string
 	env    []string
 	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+	// config, when haveConfig is set, is stdin already read (RunConfig).
+	config     []byte
+	haveConfig bool
+	stdout     io.Writer
+	stderr     io.Writer
 
 	confVersion string
 	result      []byte // what ADD printed
@@ -98,10 +101,38 @@ func (inv *invocation) cmdArgs(cmd string, req []string) (*CmdArgs, error) {
 	return a, nil
 }
 
-func (inv *invocation) readConfig(a *CmdArgs) error {
-	data, err := io.ReadAll(inv.stdin)
+// MaxConfigSize bounds the network configuration a plugin reads from
+// stdin: 16 MiB, over ten times the largest a runtime can send (Kubernetes
+// stores a whole pod in at most 1.5 MB; 10,000 port mappings take 1 MB),
+// and small enough that no input makes a plugin hold hundreds of MiB.
+const MaxConfigSize = 16 << 20
+
+// readStdin reads the network configuration, at most MaxConfigSize bytes.
+func (inv *invocation) readStdin() ([]byte, error) {
+	if inv.haveConfig {
+		if len(inv.config) > MaxConfigSize {
+			return nil, tooLarge()
+		}
+		return inv.config, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(inv.stdin, MaxConfigSize+1))
 	if err != nil {
-		return types.Errorf(types.ErrIO, "reading network configuration from stdin: %w", err)
+		return nil, types.Errorf(types.ErrIO, "reading network configuration from stdin: %w", err)
+	}
+	if len(data) > MaxConfigSize {
+		return nil, tooLarge()
+	}
+	return data, nil
+}
+
+func tooLarge() error {
+	return types.Errorf(types.ErrInvalidConfig, "network configuration on stdin: larger than the %d MiB a plugin reads", MaxConfigSize>>20)
+}
+
+func (inv *invocation) readConfig(a *CmdArgs) error {
+	data, err := inv.readStdin()
+	if err != nil {
+		return err
 	}
 	var head struct {
 		CNIVersion string `json:"cniVersion"`
@@ -203,7 +234,7 @@ func (inv *invocation) add(ctx context.Context, a *CmdArgs) error {
 // when there is a supported one on stdin.
 func (inv *invocation) version() error {
 	answer := version.Current
-	if data, err := io.ReadAll(inv.stdin); err == nil {
+	if data, err := inv.readStdin(); err == nil {
 		var head struct {
 			CNIVersion string `json:"cniVersion"`
 		}

@@ -59,19 +59,29 @@ func Main(p *Plugin) {
 // Run runs one invocation and returns the exit status: 0 on success, 1
 // after printing an error object on stdout.
 func (p *Plugin) Run(env []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	vars := envMap(env)
-	if vars["CNI_COMMAND"] == "" {
-		fmt.Fprintln(stderr, p.About())
+	return p.run(&invocation{env: env, stdin: stdin, stdout: stdout, stderr: stderr})
+}
+
+// RunConfig is Run with the network configuration already read: a plugin
+// that runs another in its own process (pkg/invoke) hands over its bytes
+// instead of a second copy. The plugin only reads them.
+func (p *Plugin) RunConfig(env []string, config []byte, stdout, stderr io.Writer) int {
+	return p.run(&invocation{env: env, config: config, haveConfig: true, stdout: stdout, stderr: stderr})
+}
+
+func (p *Plugin) run(inv *invocation) int {
+	inv.plugin, inv.vars = p, envMap(inv.env)
+	if inv.vars["CNI_COMMAND"] == "" {
+		fmt.Fprintln(inv.stderr, p.About())
 		return 0
 	}
-	inv := &invocation{plugin: p, vars: vars, env: env, stdin: stdin, stdout: stdout, stderr: stderr}
 	var cniErr *types.Error
 	if err := inv.runGuarded(); err != nil {
 		cniErr = types.ToError(err, inv.errVersion())
 	}
 	inv.finishLog(cniErr)
 	if cniErr != nil {
-		return printError(stdout, cniErr)
+		return printError(inv.stdout, cniErr)
 	}
 	return 0
 }

@@ -297,3 +297,34 @@ func TestPerCallLog(t *testing.T) {
 		t.Errorf("ADD with an unwritable logFile = %d, stderr %q; want success and a warning", o.status, o.stderr)
 	}
 }
+
+// A configuration past MaxConfigSize is refused with code 7 naming the
+// limit, read no further than the limit; one just below it is read whole.
+// Before the limit, a 100 MB stdin made bridge peak at 356-500 MB.
+func TestStdinLimit(t *testing.T) {
+	pad := func(n int) string {
+		head := `{"cniVersion":"1.1.0","name":"net1","type":"test","x":"`
+		return head + strings.Repeat("a", n-len(head)-2) + `"}`
+	}
+	r := &recorder{}
+	if o := run(t, r.plugin(), env("DEL"), pad(MaxConfigSize)); o.status != 0 || len(r.args.StdinData) != MaxConfigSize {
+		t.Errorf("DEL with %d bytes = %+v (%d read), want success", MaxConfigSize, o.err, len(r.args.StdinData))
+	}
+	o := run(t, r.plugin(), env("ADD"), pad(MaxConfigSize+1))
+	if o.err == nil || o.err.Code != types.CodeInvalidConfig || !strings.Contains(o.err.Msg, "16 MiB") {
+		t.Errorf("ADD with %d bytes = %+v, want code 7 naming the limit", MaxConfigSize+1, o.err)
+	}
+}
+
+// RunConfig hands the plugin the caller's bytes, not a copy.
+func TestRunConfigSharesBytes(t *testing.T) {
+	r := &recorder{}
+	config := []byte(conf11)
+	var stdout, stderr bytes.Buffer
+	if status := r.plugin().RunConfig(env("DEL"), config, &stdout, &stderr); status != 0 {
+		t.Fatalf("RunConfig = %d: %s", status, stdout.String())
+	}
+	if &r.args.StdinData[0] != &config[0] {
+		t.Error("the plugin got a copy of the configuration")
+	}
+}

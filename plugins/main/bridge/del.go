@@ -53,17 +53,22 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 }
 
 // loadDelConf reads the configuration for DEL: CNI_ARGS are not needed and
-// their errors do not stop the cleanup; nor does a bad MAC or VLAN setting.
+// their errors do not stop the cleanup; nor does a bad MAC or VLAN setting,
+// nor a bridge name that ADD refused (no link can have it, so no port of it
+// is looked for; the lease and rules of the attachment still go).
 func loadDelConf(data []byte, stderr io.Writer) (*NetConf, error) {
 	conf := &NetConf{BrName: defaultBridge}
 	if err := types.Decode(data, conf); err != nil {
 		return nil, err
 	}
 	if err := types.ValidateLinkName("bridge", conf.BrName); err != nil {
-		return nil, err
+		fmt.Fprintf(stderr, "bridge: DEL goes on without a bridge: %v\n", err)
+		conf.BrName = ""
 	}
 	if err := validateIPAMType(conf.IPAM.Type); err != nil {
-		return nil, err
+		// ADD refused it: it leased nothing through it.
+		fmt.Fprintf(stderr, "bridge: DEL goes on without IPAM: %v\n", err)
+		conf.IPAM.Type = ""
 	}
 	if conf.CNIVersion == "" {
 		conf.CNIVersion = "0.1.0"
@@ -72,9 +77,10 @@ func loadDelConf(data []byte, stderr io.Writer) (*NetConf, error) {
 }
 
 // removeVeth deletes the container interface inside the netns (which takes
-// its host peer along) and then the host end wherever it is still found: by
-// the prevResult's name or by the stable name ADD prefers. A host link is
-// only deleted when it is a veth port of the configured bridge.
+// its host peer along) and then the host end wherever it is still found.
+// A host link is deleted only when it is provably this attachment's (see
+// deleteHostPort): prevResult may be stale or forged, and names only a
+// candidate.
 func (at *attach) removeVeth() error {
 	defer at.tm.step("removeVeth")()
 	a := at.args
@@ -83,9 +89,10 @@ func (at *attach) removeVeth() error {
 			return fmt.Errorf("deleting %q in %q: %w", a.IfName, a.Netns, err)
 		}
 	}
-	var errs []error
-	for _, name := range at.hostVethCandidates() {
-		errs = append(errs, at.deleteHostPort(name))
+	ours := hostVethName(at.conf.Name, at.args.ContainerID, at.args.IfName)
+	errs := []error{at.deleteHostPort(ours, true)}
+	if name := at.prevHostVeth(); name != "" && name != ours {
+		errs = append(errs, at.deleteHostPort(name, false))
 	}
 	return errors.Join(errs...)
 }
@@ -108,21 +115,24 @@ func (at *attach) deleteContainerEnd() error {
 	return link.DeleteLink(at.cont, at.args.IfName)
 }
 
-func (at *attach) hostVethCandidates() []string {
-	names := []string{hostVethName(at.conf.Name, at.args.ContainerID, at.args.IfName)}
+// prevHostVeth is the host interface prevResult names, or "".
+func (at *attach) prevHostVeth() string {
 	prev, err := at.conf.PrevResult()
-	if err != nil || prev == nil {
-		return names
+	if err != nil || prev == nil || len(prev.Interfaces) <= ifHost {
+		return ""
 	}
-	if len(prev.Interfaces) > ifHost {
-		if iface := prev.Interfaces[ifHost]; iface.Sandbox == "" && iface.Name != names[0] {
-			names = append(names, iface.Name)
-		}
+	if iface := prev.Interfaces[ifHost]; iface.Sandbox == "" {
+		return iface.Name
 	}
-	return names
+	return ""
 }
 
-func (at *attach) deleteHostPort(name string) error {
+// deleteHostPort deletes the host veth name when it is a port of the
+// configured bridge and this attachment's: named by our deterministic
+// name for it (byOurName), or with its peer in the attachment's netns.
+// Anything else is left alone: another pod's port is not ours to delete
+// because an input named it.
+func (at *attach) deleteHostPort(name string, byOurName bool) error {
 	l, err := at.host.LinkByName(name)
 	if err != nil {
 		if link.IsNotFound(err) {
@@ -137,7 +147,21 @@ func (at *attach) deleteHostPort(name string) error {
 	if err != nil || br.Attrs().Name != at.conf.BrName {
 		return nil // not a port of our bridge: not ours to delete
 	}
+	if !byOurName && !at.peerInNetns(l) {
+		return nil
+	}
 	return link.DeleteLink(at.host, name)
+}
+
+// peerInNetns reports whether the veth l's peer lives in the attachment's
+// netns: the namespace ID the host gives l's link-netns is the one it gives
+// CNI_NETNS. Without a netns (it is gone), no peer can be proven there.
+func (at *attach) peerInNetns(l netlink.Link) bool {
+	if at.netns == nil || l.Attrs().NetNsID < 0 {
+		return false
+	}
+	id, err := at.host.GetNetNsIdByFd(int(at.netns.Fd()))
+	return err == nil && id >= 0 && id == l.Attrs().NetNsID
 }
 
 // removeRules removes this attachment's masquerade and spoof-check rules,
