@@ -49,6 +49,14 @@ func InProcess(name, buildID string, p *skel.Plugin) {
 	inProcess.byType[name] = registered{buildID: buildID, plugin: p}
 }
 
+// registeredPlugin returns the plugin registered for pluginType, whatever
+// binary CNI_PATH holds, or nil.
+func registeredPlugin(pluginType string) *skel.Plugin {
+	inProcess.Lock()
+	defer inProcess.Unlock()
+	return inProcess.byType[pluginType].plugin
+}
+
 // inProcessPlugin returns the plugin to run in place of the binary at path,
 // or nil when the binary must be started.
 func inProcessPlugin(pluginType, path string) *skel.Plugin {

@@ -36,8 +36,12 @@ func Find(pluginType, cniPath string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", types.Errorf(types.ErrInvalidConfig, "type %q: plugin not found in CNI_PATH %q", pluginType, cniPath)
+	return "", types.Errorf(types.ErrInvalidConfig, "type %q: %w in CNI_PATH %q", pluginType, ErrNotFound, cniPath)
 }
+
+// ErrNotFound is the cause of Find's error when no directory of CNI_PATH
+// holds the plugin.
+var ErrNotFound = errors.New("plugin not found")
 
 // DelegateAdd runs ADD on the delegate and decodes its result.
 func DelegateAdd(ctx context.Context, a *skel.CmdArgs, pluginType string, netconf []byte) (*types.Result, error) {
@@ -64,10 +68,22 @@ func DelegateCheck(ctx context.Context, a *skel.CmdArgs, pluginType string, netc
 	return err
 }
 
-// DelegateDel runs DEL on the delegate.
+// DelegateDel runs DEL on the delegate. A delegate missing from CNI_PATH
+// does not fail the teardown: the one this binary carries (host-local in
+// bridge) runs in its place, since it reads the same files; any other is
+// said on stderr and skipped, as it can release nothing (an ADD that
+// failed for want of it leased nothing either).
 func DelegateDel(ctx context.Context, a *skel.CmdArgs, pluginType string, netconf []byte) error {
 	_, err := Delegate(ctx, a, "DEL", pluginType, netconf)
-	return err
+	if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if p := registeredPlugin(pluginType); p != nil {
+		_, err = runInProcess(p, pluginType, withCommand(a.Env, "DEL"), netconf, a)
+		return err
+	}
+	fmt.Fprintf(a.Stderr, "DEL goes on without IPAM: %v\n", err)
+	return nil
 }
 
 // DelegateGC runs GC on the delegate.

@@ -67,6 +67,12 @@ func (p *plugin) open(conf *NetConf, a *skel.CmdArgs, needNetns bool) (*attach, 
 		if !needNetns && errors.Is(err, ns.ErrNotExist) {
 			return at, nil // DEL of a container whose namespace is gone
 		}
+		if !needNetns && errors.Is(err, ns.ErrNotNetNS) {
+			// ADD refused it: nothing of the attachment is in it. The
+			// host side goes by our own names only.
+			fmt.Fprintf(a.Stderr, "bridge: DEL goes on without the container side: CNI_NETNS %q: %v\n", a.Netns, err)
+			return at, nil
+		}
 		at.close()
 		return nil, types.Errorf(types.ErrInvalidEnv, "CNI_NETNS %q: %w", a.Netns, err)
 	}

@@ -137,7 +137,11 @@ func (p *plugin) flushUDP(a *skel.CmdArgs, ms []firewall.PortMapping, v4, v6 boo
 // entries of the host ports are flushed afterwards, the ports taken from
 // portMappings or, without them, from the rules being removed.
 func (p *plugin) Del(ctx context.Context, a *skel.CmdArgs) error {
-	c, be, err := p.load(ctx, a)
+	c, err := loadForDel(a)
+	if err != nil {
+		return err
+	}
+	be, err := p.backend(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -155,6 +159,22 @@ func (p *plugin) Del(ctx context.Context, a *skel.CmdArgs) error {
 	}
 	p.flushUDP(a, ms, true, true)
 	return nil
+}
+
+// loadForDel reads the configuration for DEL. One that does not validate
+// (ADD refused it, and wrote nothing) still names the network: its
+// options are dropped, said on stderr, and the attachment's rules, if an
+// earlier configuration made any, are removed by owner as usual.
+func loadForDel(a *skel.CmdArgs) (*Config, error) {
+	c := &Config{}
+	if err := types.Decode(a.StdinData, c); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		fmt.Fprintf(a.Stderr, "portmap: DEL goes on with the default options: %v\n", err)
+		c = &Config{NetConf: c.NetConf}
+	}
+	return c, nil
 }
 
 // Check fails when any rule of the attachment's mappings is missing.

@@ -88,14 +88,14 @@ func openExisting(n *netConf) (st *store.Store, ok bool, err error) {
 // the network name and dataDir, so that a DEL succeeds even with ranges
 // that no longer validate; releasing nothing is success.
 func cmdDel(ctx context.Context, a *skel.CmdArgs) error {
-	return withExistingStore(ctx, a, func(_ *netConf, st *store.Store) error {
+	return withExistingStore(ctx, a, true, func(_ *netConf, st *store.Store) error {
 		return allocator.Release(st, attachmentOf(a))
 	})
 }
 
 // withExistingStore runs fn with the network's store locked; a network
 // without a directory yet has nothing to release and fn does not run.
-func withExistingStore(ctx context.Context, a *skel.CmdArgs, fn func(*netConf, *store.Store) error) error {
+func withExistingStore(ctx context.Context, a *skel.CmdArgs, releaseOnly bool, fn func(*netConf, *store.Store) error) error {
 	n, err := parseConf(a.StdinData)
 	if err != nil {
 		return err
@@ -103,6 +103,9 @@ func withExistingStore(ctx context.Context, a *skel.CmdArgs, fn func(*netConf, *
 	st, ok, err := openExisting(n)
 	if err != nil || !ok {
 		return err
+	}
+	if releaseOnly {
+		st.SetReleaseOnly()
 	}
 	done := a.Log.Step("lock")
 	err = st.Lock(ctx)
@@ -194,7 +197,7 @@ func inSubnets(sets []allocator.RangeSet, ip net.IP) bool {
 // meaning every attachment it does not know of is stale; the bridge,
 // tuning and portmap plugins read it the same way.
 func cmdGC(ctx context.Context, a *skel.CmdArgs) error {
-	return withExistingStore(ctx, a, func(n *netConf, st *store.Store) error {
+	return withExistingStore(ctx, a, false, func(n *netConf, st *store.Store) error {
 		_, err := st.GC(n.GCAttachments())
 		return err
 	})

@@ -45,6 +45,9 @@ func (s *Store) readBucket(name string) ([]leaseEntry, error) {
 }
 
 func (s *Store) readBucketText(name string) (string, error) {
+	if s.noIndex {
+		return "", nil
+	}
 	if err := s.openIndex(false); err != nil {
 		return "", err
 	}
@@ -127,7 +130,11 @@ const invalidStamp = "--------------------"
 // ensureIndex rebuilds the index unless its stamp matches the modification
 // time of the network directory.
 func (s *Store) ensureIndex() error {
-	if ok, err := s.indexStamped(); ok || err != nil {
+	ok, err := s.indexStamped()
+	if errors.Is(err, statedir.ErrLink) && s.releaseOnly {
+		ok, err = false, nil // rebuilt below, which falls back to the lease files
+	}
+	if ok || err != nil {
 		return err
 	}
 	leases, err := s.scan()
@@ -135,7 +142,7 @@ func (s *Store) ensureIndex() error {
 		return err
 	}
 	err = s.rebuild(leases)
-	if unwritable(err) {
+	if unwritable(err) || s.releaseOnly && errors.Is(err, statedir.ErrLink) {
 		// The index is a cache of the lease files. Where it cannot be
 		// written, lookups read the lease files instead, so that a DEL
 		// with nothing to release, or only unlinks to do, still succeeds
@@ -292,8 +299,8 @@ func (s *Store) stamp() error {
 	return nil
 }
 
-// unwritable reports whether err means that the disk takes no more writes
-// from us: full, over quota, read-only or not ours to write.
+// unwritable reports whether err means that the index cannot be written:
+// the disk is full, over quota, read-only or not ours to write.
 func unwritable(err error) bool {
 	for _, e := range []error{unix.ENOSPC, unix.EDQUOT, unix.EROFS, unix.EACCES, unix.EPERM} {
 		if errors.Is(err, e) {

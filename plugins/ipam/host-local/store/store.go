@@ -55,10 +55,14 @@ type Store struct {
 	net     *statedir.Dir // <dataDir>/<network>
 	index   *statedir.Dir // <dataDir>/.host-local-index2/<network>, nil while missing
 	lock    *os.File
-	dirty   bool   // changed since the last stamp
-	broken  bool   // a change failed half-way: leave the index stale
-	noIndex bool   // the index cannot be written (a full or read-only disk): work from the lease files
-	boot    string // the current boot ID, "" when unknown (boot.go)
+	dirty   bool // changed since the last stamp
+	broken  bool // a change failed half-way: leave the index stale
+	noIndex bool // the index cannot be written (a full or read-only disk): work from the lease files
+	// releaseOnly (SetReleaseOnly) lets a DEL work from the lease files
+	// when a link was planted where the index lives: the link is refused,
+	// never followed, and the teardown still ends.
+	releaseOnly bool
+	boot        string // the current boot ID, "" when unknown (boot.go)
 
 	// crash, when set (tests only), is called after every write, to let a
 	// test stop the process between any two writes.
@@ -76,6 +80,10 @@ func Open(dataDir, network string) (*Store, error) {
 	}
 	return &Store{dataDir: dataDir, network: network, boot: currentBoot()}, nil
 }
+
+// SetReleaseOnly says that the caller only releases leases (DEL): see
+// releaseOnly.
+func (s *Store) SetReleaseOnly() { s.releaseOnly = true }
 
 // Dir returns the network directory's path.
 func (s *Store) Dir() string { return filepath.Join(s.dataDir, s.network) }
