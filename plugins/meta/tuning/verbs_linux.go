@@ -13,6 +13,7 @@ import (
 
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/skel"
+	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/sysctl"
 	"cnisuite/pkg/types"
 )
@@ -101,9 +102,15 @@ func (t *tuner) Del(_ context.Context, a *skel.CmdArgs) error {
 	}
 	store := Store{Dir: c.DataDir}
 	st, err := store.Load(a.ContainerID, a.IfName)
-	if errors.Is(err, types.ErrDecoding) {
+	switch {
+	case errors.Is(err, statedir.ErrLink):
+		// We only ever write state files by rename: a link under the
+		// name is someone else's, and holds nothing of ours to restore.
+		warn(a.Stderr, "no state of ours to restore, leaving what is there: %v", err)
+		return nil
+	case errors.Is(err, types.ErrDecoding):
 		warn(a.Stderr, "discarding unreadable state: %v", err)
-	} else if err != nil {
+	case err != nil:
 		return err
 	}
 	if st != nil && a.Netns != "" {
