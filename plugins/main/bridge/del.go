@@ -12,6 +12,7 @@ import (
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
+	"cnisuite/pkg/vethdel"
 )
 
 // cmdDel removes everything the attachment's ADD made: the veth pair, the
@@ -24,8 +25,8 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 		return err
 	}
 	// Started before anything else, so that its start-up overlaps ours.
-	h := startDelHelper(a.Netns)
-	defer h.release()
+	h := vethdel.Start(a.Netns)
+	defer h.Release()
 	at, err := p.open(conf, a, false)
 	if err != nil {
 		return err
@@ -98,7 +99,7 @@ func (at *attach) removeVeth() error {
 }
 
 // deleteContainerEnd deletes the container interface: a veth pair without
-// waiting for the kernel's cleanup (see vethdel.go), anything else at once.
+// waiting for the kernel's cleanup (pkg/vethdel), anything else at once.
 func (at *attach) deleteContainerEnd() error {
 	l, err := at.cont.LinkByName(at.args.IfName)
 	if err != nil {
@@ -108,7 +109,7 @@ func (at *attach) deleteContainerEnd() error {
 		return fmt.Errorf("looking up %q: %w", at.args.IfName, err)
 	}
 	if veth, ok := l.(*netlink.Veth); ok {
-		if done, err := at.deleteVethDetached(veth); done {
+		if done, err := at.del.DeleteDetached(at.host, at.cont, at.netns, veth, at.tm.step); done {
 			return err
 		}
 	}

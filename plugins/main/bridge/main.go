@@ -10,6 +10,7 @@ import (
 	"cnisuite/pkg/helper"
 	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/skel"
+	"cnisuite/pkg/vethdel"
 	"cnisuite/plugins/ipam/host-local/hostlocal"
 )
 
@@ -22,7 +23,7 @@ var hostLocalBuildID string
 const portTimeout = 5 * time.Second
 
 func main() {
-	helper.Dispatch(helpers()) // a helper request runs and exits here
+	helper.Dispatch(vethdel.Helpers()) // a helper request runs and exits here
 	// The host-local built with bridge runs in bridge's process (pkg/invoke).
 	invoke.InProcess("host-local", hostLocalBuildID, hostlocal.Plugin())
 	p := &plugin{newRules: firewall.New, portTimeout: portTimeout}

@@ -18,6 +18,7 @@ import (
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/undo"
+	"cnisuite/pkg/vethdel"
 )
 
 // plugin holds what the commands depend on beyond their arguments.
@@ -44,8 +45,8 @@ type attach struct {
 	// hostLink is the host veth as last read (ADD).
 	hostLink netlink.Link
 	tm       *stepTimer // nil unless tracing
-	// del is DEL's helper (delhelper.go); nil otherwise.
-	del *delHelper
+	// del is DEL's helper (pkg/vethdel); nil otherwise.
+	del *vethdel.Helper
 }
 
 // open opens the netns (when given) and the netlink handles. For ADD and

@@ -1,4 +1,4 @@
-package main
+package vethdel
 
 import (
 	"bytes"
@@ -56,10 +56,10 @@ func TestAwaitDeleted(t *testing.T) {
 	}
 }
 
-// TestMain answers the helper requests of the code under test, as main
-// does: a DEL run inside this test binary hands its veth to it.
+// TestMain answers the helper requests of the code under test, as a
+// plugin's main does: the helper started by a test runs this binary.
 func TestMain(m *testing.M) {
-	helper.Dispatch(helpers())
+	helper.Dispatch(Helpers())
 	os.Exit(m.Run())
 }
 
@@ -73,20 +73,20 @@ func TestVethHelperRequests(t *testing.T) {
 	}{
 		{"not_a_request", []string{"bridge"}, nil, "", -1},
 		{"old_environment_is_no_request", []string{"bridge"}, []string{"CNISUITE_BRIDGE_DELETE_NETNS=/x", "CNISUITE_BRIDGE_DELETE_INDEX=2"}, "", -1},
-		{"no_arguments", []string{"bridge", helper.Flag, vethDeleteHelper}, nil, "", 1},
-		{"no_descriptor", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent"}, nil, "0\n", 1},
-		{"bad_descriptor", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent", "x"}, nil, "0\n", 1},
-		{"bad_index", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent", "-"}, nil, "x\n", 1},
-		{"missing_netns", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent", "-"}, nil, "2\n", 1},
-		{"nothing_to_delete", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent", "-"}, nil, "0\n", 0},
-		{"starter_gone", []string{"bridge", helper.Flag, vethDeleteHelper, "/nonexistent", "-"}, nil, "", 0},
+		{"no_arguments", []string{"bridge", helper.Flag, HelperName}, nil, "", 1},
+		{"no_descriptor", []string{"bridge", helper.Flag, HelperName, "/nonexistent"}, nil, "0\n", 1},
+		{"bad_descriptor", []string{"bridge", helper.Flag, HelperName, "/nonexistent", "x"}, nil, "0\n", 1},
+		{"bad_index", []string{"bridge", helper.Flag, HelperName, "/nonexistent", "-"}, nil, "x\n", 1},
+		{"missing_netns", []string{"bridge", helper.Flag, HelperName, "/nonexistent", "-"}, nil, "2\n", 1},
+		{"nothing_to_delete", []string{"bridge", helper.Flag, HelperName, "/nonexistent", "-"}, nil, "0\n", 0},
+		{"starter_gone", []string{"bridge", helper.Flag, HelperName, "/nonexistent", "-"}, nil, "", 0},
 		{"unknown_helper", []string{"bridge", helper.Flag, "bogus"}, nil, "", 2},
-		{"with_cni_environment", []string{"bridge", helper.Flag, vethDeleteHelper, "/x", "-"}, []string{"CNI_COMMAND=DEL"}, "", 2},
+		{"with_cni_environment", []string{"bridge", helper.Flag, HelperName, "/x", "-"}, []string{"CNI_COMMAND=DEL"}, "", 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			code, handled := helper.Run(tt.args, tt.env, strings.NewReader(tt.stdin), &stderr, helpers())
+			code, handled := helper.Run(tt.args, tt.env, strings.NewReader(tt.stdin), &stderr, Helpers())
 			if !handled {
 				code = -1
 			}

@@ -1,6 +1,4 @@
-package main
-
-// Detached veth deletion.
+// Package vethdel deletes a veth pair without waiting for the kernel.
 //
 // Deleting a link returns only after the kernel has waited in rcu_barrier()
 // for an RCU grace period (10-25 ms on this machine kind). Long before that,
@@ -8,7 +6,7 @@ package main
 // the host end from the bridge, flushed their addresses, routes and
 // neighbours, and announced each end with an RTM_DELLINK notification: what
 // is left is freeing memory. So DEL hands the request to a helper process
-// (this binary, run as helper vethDeleteHelper through pkg/helper) and
+// (the plugin's own binary, run as helper HelperName through pkg/helper) and
 // returns as soon as both ends have been announced gone; the helper sits
 // out the kernel's wait and exits. When anything about this goes wrong, DEL
 // waits for the helper, then deletes synchronously (a no-op when the helper
@@ -21,6 +19,8 @@ package main
 // its stdin and the sockets over a Unix socket, and one process, not two,
 // outlives the call. The helper exits once the deletion is done and DEL has
 // let go of its end of the Unix socket (at its exit at the latest).
+
+package vethdel
 
 import (
 	"bufio"
@@ -41,20 +41,22 @@ import (
 	"cnisuite/pkg/ns"
 )
 
-// vethDeleteHelper is the helper of a DEL: its arguments are the
-// container netns and the number of the descriptor on which sockets to
-// hold arrive ("-": none); its stdin carries the index of the link to
-// delete ("0": none); it answers "ok" or the error on stdout.
-const vethDeleteHelper = "bridge-veth-delete"
+// HelperName is the helper of a DEL: its arguments are the container
+// netns and the number of the descriptor on which sockets to hold arrive
+// ("-": none); its stdin carries the index of the link to delete ("0":
+// none); it answers "ok" or the error on stdout. The name is the one
+// bridge has always used, so a DEL started by an older binary's helper
+// still finds it.
+const HelperName = "bridge-veth-delete"
 
 // deleteAnnounceTimeout bounds the wait for the kernel's announcements.
 const deleteAnnounceTimeout = 10 * time.Second
 
-// helpers are the helper processes the bridge binary answers (main and
-// TestMain dispatch them): the DEL helper, and the netfilter socket's
-// linger for a DEL that could not start it.
-func helpers() helper.Set {
-	return helper.Set{vethDeleteHelper: deleteVeth, netfilter.LingerHelper: netfilter.Linger}
+// Helpers are the helper processes a binary that uses this package must
+// answer (its main dispatches them, before anything else): the DEL helper,
+// and the netfilter socket's linger for a DEL that could not start it.
+func Helpers() helper.Set {
+	return helper.Set{HelperName: deleteVeth, netfilter.LingerHelper: netfilter.Linger}
 }
 
 // deleteVeth is the helper's body (see vethDeleteHelper).
@@ -148,40 +150,45 @@ func deleteByIndex(h *netlink.Handle, index string) error {
 	return nil
 }
 
-// deleteVethDetached deletes the veth pair whose container end is c
-// through the DEL helper and returns once both ends are gone (see above).
-// It returns false, having done nothing, when there is no helper or c's
-// peer is not a veth of the host namespace.
-func (at *attach) deleteVethDetached(c *netlink.Veth) (bool, error) {
+// DeleteDetached deletes the veth pair whose container end is c (in the
+// namespace contNS, reached with cont; host is the host namespace's
+// handle) through the helper, and returns once both ends are gone (see
+// above). step names the phases for a trace (nil: none). It returns false,
+// having done nothing, when there is no helper (h is nil) or c's peer is
+// not a veth of the host namespace.
+func (h *Helper) DeleteDetached(host, cont *netlink.Handle, contNS *ns.NetNS, c *netlink.Veth, step func(string) func()) (bool, error) {
 	peer := c.ParentIndex
-	if at.del == nil || peer <= 0 {
+	if h == nil || peer <= 0 {
 		return false, nil
 	}
-	if h, err := at.host.LinkByIndex(peer); err != nil || h.Type() != "veth" {
+	if l, err := host.LinkByIndex(peer); err != nil || l.Type() != "veth" {
 		return false, nil
 	}
-	contNS := netns.NsHandle(at.netns.Fd())
+	if step == nil {
+		step = func(string) func() { return func() {} }
+	}
+	nsh := netns.NsHandle(contNS.Fd())
 	var subs []<-chan netlink.LinkUpdate // container's, then host's
-	for _, nsh := range []*netns.NsHandle{&contNS, nil} {
-		ch, stop, err := subscribeLinks(nsh)
+	for _, n := range []*netns.NsHandle{&nsh, nil} {
+		ch, stop, err := subscribeLinks(n)
 		if err != nil {
 			return false, nil
 		}
 		defer stop()
 		subs = append(subs, ch)
 	}
-	if !at.del.deleteLink(c.Index) {
+	if !h.deleteLink(c.Index) {
 		return false, nil
 	}
-	done := at.tm.step("vethAnnouncedGone")
-	if awaitDeleted(subs, c.Index, peer, at.del.result) {
+	done := step("vethAnnouncedGone")
+	if awaitDeleted(subs, c.Index, peer, h.result) {
 		done()
 		return true, nil
 	}
-	done = at.tm.step("vethFallback")
+	done = step("vethFallback")
 	defer done()
-	at.del.wait() // the helper's own outcome no longer matters: delete (again)
-	return true, link.DeleteLink(at.cont, c.Name)
+	h.wait() // the helper's own outcome no longer matters: delete (again)
+	return true, link.DeleteLink(cont, c.Name)
 }
 
 // awaitDeleted waits for the RTM_DELLINK of the container end (on subs[0])

@@ -1,4 +1,4 @@
-package main
+package vethdel
 
 import (
 	"errors"
@@ -30,14 +30,14 @@ func TestDelHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	var index int
-	if err := in(c, func() error { l, err := netlink.LinkByName("dhB"); index = l.Attrs().Index; return err }); err != nil {
+	if err := c.Do(func() error { l, err := netlink.LinkByName("dhB"); index = l.Attrs().Index; return err }); err != nil {
 		t.Fatal(err)
 	}
-	h := startDelHelper(c.Path())
+	h := Start(c.Path())
 	if h == nil {
 		t.Fatal("the DEL helper did not start")
 	}
-	defer h.release()
+	defer h.Release()
 	// The helper holds the write end of a pipe: its read end sees EOF only
 	// once the helper has exited.
 	r, w, err := os.Pipe()
@@ -66,7 +66,7 @@ func TestDelHelper(t *testing.T) {
 	if err := readBy(r, time.Now().Add(300*time.Millisecond)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("the held descriptor was closed before the starter let go: %v", err)
 	}
-	h.release()
+	h.Release()
 	if err := readBy(r, time.Now().Add(10*time.Second)); !errors.Is(err, io.EOF) {
 		t.Errorf("after release, the held descriptor was not closed within 10 s: %v", err)
 	}

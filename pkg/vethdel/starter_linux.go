@@ -1,4 +1,4 @@
-package main
+package vethdel
 
 import (
 	"bufio"
@@ -16,10 +16,10 @@ import (
 	"cnisuite/pkg/netfilter"
 )
 
-// delHelper is the starter's side of the DEL helper (see vethdel.go): the
+// Helper is the starter's side of the DEL helper (see helper_linux.go): the
 // pipe that tells it which link to delete, the outcome it answers, and the
 // Unix socket over which it takes the sockets whose close would wait.
-type delHelper struct {
+type Helper struct {
 	index    *os.File      // its stdin
 	result   chan error    // its answer, once: nil when the link is deleted
 	answered chan struct{} // closed once it answered
@@ -29,12 +29,12 @@ type delHelper struct {
 	answer   <-chan string // its stdout's one line ("" when it ended without)
 }
 
-// startDelHelper starts the DEL helper for the container netns at path,
+// Start starts the DEL helper for the container netns at path,
 // and makes it the taker of the netfilter sockets this process closes
 // after deleting rules. It returns nil, having started nothing, when path
 // is empty or gone or the helper cannot start: DEL then deletes
 // synchronously and a linger helper takes the sockets.
-func startDelHelper(path string) *delHelper {
+func Start(path string) *Helper {
 	if path == "" {
 		return nil
 	}
@@ -47,7 +47,7 @@ func startDelHelper(path string) *delHelper {
 	}
 	theirs := os.NewFile(uintptr(pair[1]), "held sockets")
 	defer theirs.Close()
-	h, err := spawnDelHelper(path, theirs)
+	h, err := spawn(path, theirs)
 	if err != nil {
 		unix.Close(pair[0])
 		return nil
@@ -57,8 +57,8 @@ func startDelHelper(path string) *delHelper {
 	return h
 }
 
-// spawnDelHelper starts the process with held as its descriptor 3.
-func spawnDelHelper(path string, held *os.File) (*delHelper, error) {
+// spawn starts the process with held as its descriptor 3.
+func spawn(path string, held *os.File) (*Helper, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func spawnDelHelper(path string, held *os.File) (*delHelper, error) {
 		return nil, err
 	}
 	defer outW.Close()
-	cmd := helper.Command(vethDeleteHelper, path, "3")
+	cmd := helper.Command(HelperName, path, "3")
 	cmd.Stdin, cmd.Stdout, cmd.ExtraFiles = inR, outW, []*os.File{held}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -80,7 +80,7 @@ func spawnDelHelper(path string, held *os.File) (*delHelper, error) {
 	}
 	// Reaped by whoever outlives us: it exits only after we let go.
 	go func() { _ = cmd.Wait() }()
-	h := &delHelper{index: inW, result: make(chan error, 1), answered: make(chan struct{}), answer: readLine(outR)}
+	h := &Helper{index: inW, result: make(chan error, 1), answered: make(chan struct{}), answer: readLine(outR)}
 	go h.relay()
 	return h, nil
 }
@@ -97,7 +97,7 @@ func readLine(r *os.File) <-chan string {
 }
 
 // relay turns the helper's answer into result.
-func (h *delHelper) relay() {
+func (h *Helper) relay() {
 	defer close(h.answered)
 	switch a := <-h.answer; a {
 	case "ok":
@@ -111,7 +111,7 @@ func (h *delHelper) relay() {
 
 // deleteLink asks the helper to delete the link of the container netns
 // with this index, once; false when it cannot be asked.
-func (h *delHelper) deleteLink(index int) bool {
+func (h *Helper) deleteLink(index int) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.asked || h.sock < 0 {
@@ -123,7 +123,7 @@ func (h *delHelper) deleteLink(index int) bool {
 }
 
 // wait waits, bounded, for the helper's answer to deleteLink.
-func (h *delHelper) wait() {
+func (h *Helper) wait() {
 	select {
 	case <-h.answered:
 	case <-time.After(deleteAnnounceTimeout):
@@ -133,7 +133,7 @@ func (h *delHelper) wait() {
 // hold hands the helper a socket whose last close would wait (see
 // netfilter.SetHandOff); the message in flight holds a reference until the
 // helper takes it.
-func (h *delHelper) hold(fd int) bool {
+func (h *Helper) hold(fd int) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sock < 0 {
@@ -142,10 +142,10 @@ func (h *delHelper) hold(fd int) bool {
 	return unix.Sendmsg(h.sock, []byte{0}, unix.UnixRights(fd), nil, unix.MSG_NOSIGNAL) == nil
 }
 
-// release tells the helper there is nothing (more) to delete and lets go
+// Release tells the helper there is nothing (more) to delete and lets go
 // of the sockets' channel: the helper exits once its deletion is done.
-// Nil-safe; DEL defers it.
-func (h *delHelper) release() {
+// Nil-safe; a DEL defers it.
+func (h *Helper) Release() {
 	if h == nil {
 		return
 	}
