@@ -19,10 +19,16 @@ var ErrContainerIfaceExists = errors.New("container interface already exists")
 type VethOptions struct {
 	ContainerName string           // name inside the container (CNI_IFNAME)
 	ContainerNS   int              // open file descriptor of the container netns
-	HostName      string           // preferred host-side name; a random veth%08x name when empty or taken
+	HostName      string           // preferred host-side name; a random <HostPrefix>%08x name when empty or taken
+	HostPrefix    string           // of a random host-side name; "" = "veth"
+	HostNameExact bool             // HostName or nothing: a taken name is ErrHostNameTaken
 	MTU           int              // both ends; 0 = kernel default
 	MAC           net.HardwareAddr // container end; nil = kernel-chosen
 }
+
+// ErrHostNameTaken is returned when the exact host-side name asked for is
+// the name of an existing link.
+var ErrHostNameTaken = errors.New("host-side name is taken by an existing link")
 
 // Pair is a veth pair as created: Host lives in the caller's namespace,
 // Container in the container's.
@@ -45,7 +51,7 @@ func CreateVeth(host, cont *netlink.Handle, o VethOptions) (Pair, error) {
 	for try := 0; try < maxNameTries; try++ {
 		if name == "" {
 			var err error
-			if name, err = RandomVethName(); err != nil {
+			if name, err = RandomVethName(o.HostPrefix); err != nil {
 				return Pair{}, err
 			}
 		}
@@ -58,6 +64,9 @@ func CreateVeth(host, cont *netlink.Handle, o VethOptions) (Pair, error) {
 		}
 		if _, lerr := cont.LinkByName(o.ContainerName); lerr == nil {
 			return Pair{}, fmt.Errorf("interface %q in the container: %w", o.ContainerName, ErrContainerIfaceExists)
+		}
+		if o.HostNameExact {
+			return Pair{}, fmt.Errorf("%q: %w", name, ErrHostNameTaken)
 		}
 		name = "" // the host-side name is taken: try a random one
 	}
@@ -85,13 +94,17 @@ func readPair(host, cont *netlink.Handle, hostName, contName string) (Pair, erro
 	return Pair{Host: h, Container: c}, nil
 }
 
-// RandomVethName returns a name of the form veth%08x.
-func RandomVethName() (string, error) {
+// RandomVethName returns a name of the form <prefix>%08x ("veth" when
+// prefix is empty).
+func RandomVethName(prefix string) (string, error) {
 	b := make([]byte, 4)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("generating a veth name: %w", err)
 	}
-	return "veth" + hex.EncodeToString(b), nil
+	if prefix == "" {
+		prefix = "veth"
+	}
+	return prefix + hex.EncodeToString(b), nil
 }
 
 // DeleteLink deletes the link called name; a missing link is success. A nil

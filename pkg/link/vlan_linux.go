@@ -67,7 +67,7 @@ func EnsureVlanGateway(h *netlink.Handle, br netlink.Link, vlan, mtu int) (netli
 	if l, err := h.LinkByName(name); err == nil {
 		return l, nil
 	}
-	peer, err := RandomVethName()
+	peer, err := RandomVethName("")
 	if err != nil {
 		return nil, err
 	}

@@ -66,11 +66,21 @@ func (at *attach) linksAndIPAM(ipam, links func() error) error {
 // step the sequential order puts first is returned.
 func (at *attach) add(ctx context.Context) (*types.Result, error) {
 	at.res = &types.Result{CNIVersion: at.conf.CNIVersion}
+	if err := at.uplinkMTU(); err != nil {
+		return nil, err
+	}
 	ipam := func() error { return nil }
 	if at.conf.hasIPAM() {
 		ipam = func() error { return at.timed("ipam", at.runIPAM)(ctx) }
 	}
 	links := func() error {
+		// removeEmptyBridge: no DEL removes the bridge between our finding
+		// it and our port joining it.
+		release, err := at.lockBridge(ctx)
+		if err != nil {
+			return err
+		}
+		defer release()
 		return at.sequence(ctx, at.timed("ensureBridge", at.ensureBridge), at.timed("setupVeth", at.setupVeth))
 	}
 	if err := at.linksAndIPAM(ipam, links); err != nil {
@@ -138,14 +148,14 @@ func (at *attach) runIPAM(ctx context.Context) error {
 		}
 	}
 	if conf.IsDefaultGW {
-		at.res.Routes = append(at.res.Routes, defaultRoutes(at.res)...)
+		at.res.Routes = append(at.res.Routes, defaultRoutes(at.res, conf.metric)...)
 	}
 	return nil
 }
 
 // defaultRoutes returns a default route via the first gateway of each family
-// that has none with a gateway yet.
-func defaultRoutes(res *types.Result) []*types.Route {
+// that has none with a gateway yet, with the family's metric.
+func defaultRoutes(res *types.Result, metric func(family int) int) []*types.Route {
 	has := map[int]bool{}
 	for _, r := range res.Routes {
 		if ones, _ := r.Dst.Mask.Size(); ones == 0 && r.GW != nil {
@@ -159,11 +169,11 @@ func defaultRoutes(res *types.Result) []*types.Route {
 			continue
 		}
 		has[fam] = true
-		dst := net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}
+		dst, version := net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}, 4
 		if fam != link.Family(net.IPv4zero.To4()) {
-			dst = net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}
+			dst, version = net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}, 6
 		}
-		out = append(out, &types.Route{Dst: dst, GW: ip.Gateway})
+		out = append(out, &types.Route{Dst: dst, GW: ip.Gateway, Priority: metric(version)})
 	}
 	return out
 }
@@ -193,4 +203,20 @@ func bridgeError(c *NetConf, err error) error {
 		return types.Errorf(types.ErrNotAvailable, "vlan %d / vlanTrunk: %w", c.Vlan, err)
 	}
 	return err
+}
+
+// uplinkMTU sets the MTU to the uplink's (mtuFromUplink) when mtu is not
+// set: that of the default route's interface in the bridge's VRF table,
+// or the main one. Without a default route the kernel's default stays.
+func (at *attach) uplinkMTU() error {
+	c := at.conf
+	if !c.MTUFromUplink || c.MTU != 0 {
+		return nil
+	}
+	mtu, err := link.UplinkMTU(at.host, link.VRFTable(at.host, c.BrName))
+	if err != nil {
+		return fmt.Errorf("mtuFromUplink: %w", err)
+	}
+	c.MTU = mtu
+	return nil
 }

@@ -18,17 +18,23 @@ import (
 // with its flags and VLANs, and lists the interfaces in the result.
 func (at *attach) setupVeth(context.Context) error {
 	c, a := at.conf, at.args
+	hostName, exact := c.hostVethName(a.ContainerID, a.IfName)
 	pair, err := link.CreateVeth(at.host, at.cont, link.VethOptions{
 		ContainerName: a.IfName, ContainerNS: int(at.netns.Fd()),
-		HostName: hostVethName(c.Name, a.ContainerID, a.IfName), MTU: c.MTU, MAC: c.mac,
+		HostName: hostName, HostPrefix: c.HostVethPrefix, HostNameExact: exact, MTU: c.MTU, MAC: c.mac,
 	})
 	if errors.Is(err, link.ErrContainerIfaceExists) {
 		return types.Errorf(types.ErrInvalidEnv, "CNI_IFNAME %q: %w", a.IfName, err)
 	}
+	if errors.Is(err, link.ErrHostNameTaken) {
+		// Code 11, as for a host port or an address another pod holds:
+		// the name frees when that link goes.
+		return types.Errorf(types.ErrTryAgain, "args.cni.hostVethName %w", err)
+	}
 	if err != nil {
 		return err
 	}
-	hostName := pair.Host.Attrs().Name
+	hostName = pair.Host.Attrs().Name
 	at.undo.Push("veth "+hostName, func() error { return link.DeleteLink(at.host, hostName) })
 	if err := ifconf.DisableRA(hostName); err != nil {
 		return err
@@ -45,7 +51,7 @@ func (at *attach) setupVeth(context.Context) error {
 	at.res.Interfaces = []*types.Interface{
 		{Name: c.BrName},
 		{Name: hostName},
-		{Name: a.IfName, Mac: pair.Container.Attrs().HardwareAddr.String(), Sandbox: a.Netns},
+		{Name: a.IfName, Mac: pair.Container.Attrs().HardwareAddr.String(), Mtu: pair.Container.Attrs().MTU, Sandbox: a.Netns},
 	}
 	return nil
 }
@@ -207,9 +213,15 @@ func (at *attach) finishResult(context.Context) error {
 		at.hostLink = l
 	}
 	at.res.Interfaces[ifHost].Mac = at.hostLink.Attrs().HardwareAddr.String()
+	at.res.Interfaces[ifHost].Mtu = at.hostLink.Attrs().MTU
+	// The bridge's MTU follows its ports' unless one was set: read it
+	// after the port joined.
+	if br, err := at.host.LinkByIndex(at.br.Index); err == nil {
+		at.res.Interfaces[ifBridge].Mtu = br.Attrs().MTU
+	}
 	for _, i := range at.res.Interfaces[ifContainer+1:] {
 		if l, err := at.host.LinkByName(i.Name); err == nil {
-			i.Mac = l.Attrs().HardwareAddr.String()
+			i.Mac, i.Mtu = l.Attrs().HardwareAddr.String(), l.Attrs().MTU
 		}
 	}
 	if !at.conf.DNS.IsEmpty() {

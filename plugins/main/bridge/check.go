@@ -75,6 +75,9 @@ func (at *attach) checkBridge(context.Context) error {
 	if want.Mac != "" && !sameMAC(want.Mac, br.HardwareAddr) {
 		return fmt.Errorf("bridge %q: MAC %s, prevResult says %s", c.BrName, br.HardwareAddr, want.Mac)
 	}
+	if want.Mtu != 0 && br.MTU != want.Mtu {
+		return fmt.Errorf("bridge %q: MTU %d, prevResult says %d", c.BrName, br.MTU, want.Mtu)
+	}
 	if on := br.Promisc != 0; on != c.PromiscMode {
 		return fmt.Errorf("bridge %q: promiscuous mode is %v, promiscMode is %v", c.BrName, on, c.PromiscMode)
 	}
@@ -100,6 +103,9 @@ func (at *attach) checkVeth(context.Context) error {
 	}
 	if want.Mac != "" && !sameMAC(want.Mac, l.Attrs().HardwareAddr) {
 		return fmt.Errorf("container interface %q: MAC %s, prevResult says %s", a.IfName, l.Attrs().HardwareAddr, want.Mac)
+	}
+	if want.Mtu != 0 && l.Attrs().MTU != want.Mtu {
+		return fmt.Errorf("container interface %q: MTU %d, prevResult says %d", a.IfName, l.Attrs().MTU, want.Mtu)
 	}
 	// The kernel reports a veth's peer as its link (IFLA_LINK); ethtool
 	// inside the namespace is the fallback.

@@ -38,9 +38,13 @@ type NetConf struct {
 	ICC     json.RawMessage `json:"icc,omitempty"`
 	Isolate json.RawMessage `json:"isolate,omitempty"`
 
+	nodeOptions
+
 	Args struct {
 		Cni struct {
 			Mac string `json:"mac,omitempty"`
+			// HostVethName is the host-side veth name a pod asks for.
+			HostVethName string `json:"hostVethName,omitempty"`
 		} `json:"cni"`
 	} `json:"args"`
 	RuntimeConfig struct {
@@ -118,7 +122,10 @@ func validateIPAMType(t string) error {
 }
 
 func (c *NetConf) validate() error {
-	errs := []error{types.ValidateLinkName("bridge", c.BrName), c.validateVlans(), c.validateExpressible(), c.validateIsolation()}
+	errs := []error{types.ValidateLinkName("bridge", c.BrName), c.validateVlans(), c.validateExpressible(), c.validateIsolation(), c.nodeOptions.validate()}
+	if n := c.Args.Cni.HostVethName; n != "" {
+		errs = append(errs, types.ValidateLinkName("args.cni.hostVethName", n))
+	}
 	invalid := func(format string, a ...any) {
 		errs = append(errs, types.Errorf(types.ErrInvalidConfig, format, a...))
 	}

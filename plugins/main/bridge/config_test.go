@@ -159,15 +159,30 @@ func TestLoadConfErrors(t *testing.T) {
 }
 
 func TestHostVethName(t *testing.T) {
-	a := hostVethName("net", "ctr1", "eth0")
+	name := func(network, id, ifname, prefix, asked string) string {
+		c := &NetConf{}
+		c.Name, c.HostVethPrefix, c.Args.Cni.HostVethName = network, prefix, asked
+		n, exact := c.hostVethName(id, ifname)
+		if exact != (asked != "") {
+			t.Errorf("hostVethName(asked %q) exact = %v", asked, exact)
+		}
+		return n
+	}
+	a := name("net", "ctr1", "eth0", "", "")
 	if len(a) != 12 || !strings.HasPrefix(a, "veth") {
 		t.Errorf("hostVethName = %q, want veth + 8 hex digits", a)
 	}
-	if a != hostVethName("net", "ctr1", "eth0") {
+	if a != name("net", "ctr1", "eth0", "", "") {
 		t.Errorf("hostVethName is not stable")
 	}
-	if a == hostVethName("net", "ctr1", "eth1") || a == hostVethName("net2", "ctr1", "eth0") {
+	if a == name("net", "ctr1", "eth1", "", "") || a == name("net2", "ctr1", "eth0", "", "") {
 		t.Errorf("hostVethName does not depend on every part of the owner")
+	}
+	if p := name("net", "ctr1", "eth0", "pod", ""); p != "pod"+a[4:] {
+		t.Errorf("with hostVethPrefix pod: %q, want pod + the same 8 hex digits as %q", p, a)
+	}
+	if n := name("net", "ctr1", "eth0", "pod", "web0"); n != "web0" {
+		t.Errorf("with args.cni.hostVethName web0: %q", n)
 	}
 }
 

@@ -50,7 +50,10 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 		defer at.tm.step("removeRules")()
 		return at.removeRules(ctx)
 	}
-	return errors.Join(concurrently(at.removeVeth, ipam, rules)...)
+	if err := errors.Join(concurrently(at.removeVeth, ipam, rules)...); err != nil {
+		return err
+	}
+	return at.removeBridgeIfEmpty(ctx)
 }
 
 // loadDelConf reads the configuration for DEL: CNI_ARGS are not needed and
@@ -90,8 +93,10 @@ func (at *attach) removeVeth() error {
 			return fmt.Errorf("deleting %q in %q: %w", a.IfName, a.Netns, err)
 		}
 	}
-	ours := hostVethName(at.conf.Name, at.args.ContainerID, at.args.IfName)
-	errs := []error{at.deleteHostPort(ours, true)}
+	// A name the pod asked for is no proof of ownership (another link may
+	// hold it): only the hashed name is.
+	ours, exact := at.conf.hostVethName(at.args.ContainerID, at.args.IfName)
+	errs := []error{at.deleteHostPort(ours, !exact)}
 	if name := at.prevHostVeth(); name != "" && name != ours {
 		errs = append(errs, at.deleteHostPort(name, false))
 	}

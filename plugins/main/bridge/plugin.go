@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -149,11 +147,4 @@ func (at *attach) timed(name string, step func(context.Context) error) func(cont
 		defer at.tm.step(name)()
 		return step(ctx)
 	}
-}
-
-// hostVethName is the preferred host-side name of an attachment's veth:
-// stable, so that DEL finds it without the container's namespace.
-func hostVethName(network, containerID, ifname string) string {
-	sum := sha256.Sum256([]byte(network + "\x00" + containerID + "\x00" + ifname))
-	return "veth" + hex.EncodeToString(sum[:4])
 }

@@ -1,0 +1,88 @@
+package link
+
+import (
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// UplinkMTU returns the MTU of the node's uplink: the interface of the
+// default route of each family in routing table table (0: the main
+// table), the lowest of them when they differ, every next hop of a
+// multipath route counting. It returns 0 when no family has a default
+// route through an interface.
+//
+// Equivalent to: ip -4 route show default table $table; ip -6 route show
+// default table $table; ip link show $dev (mtu).
+func UplinkMTU(h *netlink.Handle, table int) (int, error) {
+	h = orDefault(h)
+	if table == 0 {
+		table = unix.RT_TABLE_MAIN
+	}
+	low := 0
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		routes, err := h.RouteListFiltered(family, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			return 0, fmt.Errorf("listing routes of table %d: %w", table, err)
+		}
+		for _, r := range routes {
+			if !isDefault(r) {
+				continue
+			}
+			for _, index := range routeLinks(r) {
+				l, err := h.LinkByIndex(index)
+				if err != nil {
+					continue // gone since the dump
+				}
+				if mtu := l.Attrs().MTU; mtu > 0 && (low == 0 || mtu < low) {
+					low = mtu
+				}
+			}
+		}
+	}
+	return low, nil
+}
+
+func isDefault(r netlink.Route) bool {
+	if r.Dst == nil {
+		return true
+	}
+	ones, _ := r.Dst.Mask.Size()
+	return ones == 0
+}
+
+// routeLinks lists the interfaces a route leaves through.
+func routeLinks(r netlink.Route) []int {
+	if len(r.MultiPath) == 0 {
+		if r.LinkIndex > 0 {
+			return []int{r.LinkIndex}
+		}
+		return nil
+	}
+	var out []int
+	for _, nh := range r.MultiPath {
+		if nh.LinkIndex > 0 {
+			out = append(out, nh.LinkIndex)
+		}
+	}
+	return out
+}
+
+// VRFTable returns the routing table of the VRF the link name is enslaved
+// to, or 0 when it is in none (or does not exist).
+func VRFTable(h *netlink.Handle, name string) int {
+	h = orDefault(h)
+	l, err := h.LinkByName(name)
+	if err != nil || l.Attrs().MasterIndex == 0 {
+		return 0
+	}
+	m, err := h.LinkByIndex(l.Attrs().MasterIndex)
+	if err != nil {
+		return 0
+	}
+	if vrf, ok := m.(*netlink.Vrf); ok {
+		return int(vrf.Table)
+	}
+	return 0
+}

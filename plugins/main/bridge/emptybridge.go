@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/link"
+	"cnisuite/pkg/statedir"
+	"cnisuite/pkg/types"
+)
+
+// Removing the bridge with its last port (removeEmptyBridge).
+//
+// The reference plugin never removes its bridge: an ADD that found the
+// bridge and was about to add its port would lose it to a DEL that saw
+// no ports. Here both hold the bridge's lock (a flock on a file under
+// lockDir): ADD from before it looks the bridge up until its port is in,
+// DEL while it counts the ports and removes an empty bridge. An ADD that
+// waits behind the removal then makes the bridge anew.
+
+// lockDir holds one lock file per bridge; it vanishes with a reboot, as
+// the bridges do.
+const lockDir = "/run/cnisuite/bridge-locks"
+
+// bridgeLockWait bounds the wait for the lock.
+const bridgeLockWait = 30 * time.Second
+
+// lockBridge takes the bridge's lock when removeEmptyBridge is on and
+// returns its release (a no-op otherwise).
+func (at *attach) lockBridge(ctx context.Context) (func(), error) {
+	if !at.conf.RemoveEmptyBridge {
+		return func() {}, nil
+	}
+	root, err := statedir.OpenRoot(lockDir, true, 0o700)
+	if err != nil {
+		return nil, types.Errorf(types.ErrIO, "removeEmptyBridge: lock directory: %w", err)
+	}
+	defer root.Close()
+	f, err := root.OpenFile(at.conf.BrName, unix.O_RDONLY|unix.O_CREAT, 0o600)
+	if err != nil {
+		return nil, types.Errorf(types.ErrIO, "removeEmptyBridge: lock of bridge %q: %w", at.conf.BrName, err)
+	}
+	if err := flockBounded(ctx, f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil // closing releases the flock
+}
+
+// flockBounded takes an exclusive flock on f, polling, until ctx ends or
+// bridgeLockWait passes.
+func flockBounded(ctx context.Context, f *os.File) error {
+	deadline := time.Now().Add(bridgeLockWait)
+	for pause := 100 * time.Microsecond; ; pause = min(2*pause, 5*time.Millisecond) {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR):
+			return types.Errorf(types.ErrIO, "locking %s: %w", f.Name(), err)
+		case time.Now().After(deadline):
+			return types.Errorf(types.ErrTryAgain, "bridge lock %s is held by another call; gave up waiting", f.Name())
+		}
+		select {
+		case <-ctx.Done():
+			return types.Errorf(types.ErrTryAgain, "waiting for lock %s: %w", f.Name(), ctx.Err())
+		case <-time.After(pause):
+		}
+	}
+}
+
+// removeBridgeIfEmpty deletes the bridge, with its addresses, when no port
+// is left (removeEmptyBridge), under the bridge's lock. Called by DEL once
+// the attachment's port, lease and rules are gone.
+//
+// Equivalent to: [ -z "$(ip link show master $bridge)" ] && ip link del $bridge
+func (at *attach) removeBridgeIfEmpty(ctx context.Context) error {
+	if !at.conf.RemoveEmptyBridge || at.conf.BrName == "" {
+		return nil
+	}
+	defer at.tm.step("removeEmptyBridge")()
+	release, err := at.lockBridge(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	br, err := link.LookupBridge(at.host, at.conf.BrName)
+	if err != nil {
+		return nil // gone, or not a bridge: nothing of ours to remove
+	}
+	links, err := at.host.LinkList()
+	if err != nil {
+		return fmt.Errorf("removeEmptyBridge: listing links: %w", err)
+	}
+	for _, l := range links {
+		if l.Attrs().MasterIndex == br.Index {
+			return nil // a port is left
+		}
+	}
+	if err := at.host.LinkDel(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Index: br.Index, Name: br.Name}}); err != nil && !link.IsNotFound(err) {
+		return fmt.Errorf("removeEmptyBridge: deleting bridge %q: %w", br.Name, err)
+	}
+	return nil
+}

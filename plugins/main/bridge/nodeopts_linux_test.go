@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/containernetworking/cni/libcni"
+	cnitypes "github.com/containernetworking/cni/pkg/types"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/ns"
+	"cnisuite/test/sandbox"
+)
+
+// uplink makes the test's "node" an uplink: a veth pair of the given MTU,
+// its node end with 192.0.2.1/24 and the node's default route, its other
+// end in a "LAN" namespace (192.0.2.2/24) that routes 10.0.0.0/8 back.
+func uplink(t *testing.T, name string, mtu int) *ns.NetNS {
+	t.Helper()
+	lan := sandbox.NewNS(t)
+	sandbox.RemoveLinkAtEnd(t, name)
+	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, MTU: mtu}, PeerName: "lan0", PeerNamespace: netlink.NsFd(int(lan.Fd()))}
+	if err := netlink.LinkAdd(v); err != nil {
+		t.Fatal(err)
+	}
+	mustAddrUp(t, name, "192.0.2.1/24")
+	l := hostLink(t, name)
+	def := &netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.ParseIP("192.0.2.2")}
+	if err := netlink.RouteAdd(def); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = netlink.RouteDel(def) })
+	err := lan.Do(func() error {
+		p, err := netlink.LinkByName("lan0")
+		if err == nil {
+			err = netlink.LinkSetMTU(p, mtu)
+		}
+		if err == nil {
+			mustAddrUp(t, "lan0", "192.0.2.2/24")
+			_, dst, _ := net.ParseCIDR("10.0.0.0/8")
+			err = netlink.RouteAdd(&netlink.Route{LinkIndex: p.Attrs().Index, Dst: dst, Gw: net.ParseIP("192.0.2.1")})
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lan
+}
+
+func mustAddrUp(t *testing.T, name, cidr string) {
+	t.Helper()
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := netlink.ParseAddr(cidr)
+	a.Flags = unix.IFA_F_NODAD
+	if err := netlink.AddrAdd(l, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.LinkSetUp(l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With mtuFromUplink and no mtu, the bridge and both veth ends take the
+// MTU of the default route's interface, the 1.1.0 result says so for every
+// interface, and a packet of nearly that size crosses the uplink with DF
+// set. Before, a 9000-byte uplink gave the pod 1500 and a 1400-byte one
+// gave it 1500 too (large transfers stalled).
+func TestMTUFromUplink(t *testing.T) {
+	for _, mtu := range []int{9000, 1400} {
+		t.Run(fmt.Sprint(mtu), func(t *testing.T) {
+			lan := uplink(t, "upl0", mtu)
+			br := fmt.Sprintf("brmtu%d", mtu)
+			n := newNet(t, "1.1.0", br, `"isDefaultGateway":true,"mtuFromUplink":true`, hostLocal(t, "10.78.0.0/24"))
+			c := n.add("pod")
+			for i, iface := range c.res.Interfaces {
+				if iface.Mtu != mtu {
+					t.Errorf("result interface %d (%s) mtu = %d, want %d", i, iface.Name, iface.Mtu, mtu)
+				}
+			}
+			if got := hostLink(t, br).Attrs().MTU; got != mtu {
+				t.Errorf("bridge MTU = %d, want %d", got, mtu)
+			}
+			if got := contLink(t, c).Attrs().MTU; got != mtu {
+				t.Errorf("pod MTU = %d, want %d", got, mtu)
+			}
+			if err := n.check(c); err != nil {
+				t.Errorf("CHECK = %v", err)
+			}
+			// IPv4 + ICMP headers take 28 bytes.
+			out, err := exec.Command("nsenter", "--net="+c.ns.Path(), "ping", "-n", "-c", "1", "-W", "3", "-M", "do", "-s", fmt.Sprint(mtu-128), "192.0.2.2").CombinedOutput()
+			if err != nil {
+				t.Errorf("ping of %d bytes with DF through the uplink: %v\n%s", mtu-100, err, out)
+			}
+			_ = lan
+		})
+	}
+}
+
+// Without mtuFromUplink, nothing changes: the pod keeps the kernel's 1500
+// on a 9000-byte uplink, as with the reference plugin; the result still
+// carries every interface's MTU.
+func TestMTUDefaultUnchanged(t *testing.T) {
+	uplink(t, "upl1", 9000)
+	n := newNet(t, "1.1.0", "brmtudef", `"isGateway":true`, hostLocal(t, "10.79.0.0/24"))
+	c := n.add("pod")
+	for i, iface := range c.res.Interfaces {
+		if iface.Mtu != 1500 {
+			t.Errorf("result interface %d (%s) mtu = %d, want 1500", i, iface.Name, iface.Mtu)
+		}
+	}
+}
+
+// Two networks with isDefaultGateway in one pod: their default routes
+// carry the metrics asked for, and traffic leaves by the lower one.
+func TestDefaultRouteMetric(t *testing.T) {
+	n1 := newNet(t, "1.1.0", "brmet1", `"isDefaultGateway":true,"defaultRouteMetric":100`, hostLocal(t, "10.81.0.0/24"))
+	n2 := newNet(t, "1.1.0", "brmet2", `"isDefaultGateway":true,"defaultRouteMetric":200`, hostLocal(t, "10.82.0.0/24"))
+	c := n1.add("pod")
+	rc := &libcni.RuntimeConf{ContainerID: "pod", IfName: "eth1", NetNS: c.ns.Path()}
+	if _, err := n2.tryAdd(rc); err != nil {
+		t.Fatalf("ADD of the second network: %v", err)
+	}
+	t.Cleanup(func() { _ = n2.rt.DelNetworkList(context.Background(), n2.list, rc) })
+	out, err := exec.Command("nsenter", "--net="+c.ns.Path(), "ip", "-4", "route", "show", "default").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"via 10.81.0.1 dev eth0 metric 100", "via 10.82.0.1 dev eth1 metric 200"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("default routes:\n%s\nwant one %q", out, want)
+		}
+	}
+	out, err = exec.Command("nsenter", "--net="+c.ns.Path(), "ip", "-4", "route", "get", "198.51.100.7").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "dev eth0") {
+		t.Errorf("route to 198.51.100.7 = %s (%v), want it through eth0 (metric 100)", out, err)
+	}
+}
+
+// hostVethPrefix names the host ends; args.cni.hostVethName names one
+// exactly, and a second pod asking for the same name is refused with code
+// 11 while the first keeps its link through the second's DEL.
+func TestHostVethNames(t *testing.T) {
+	n := newNet(t, "1.1.0", "brnames", `"isGateway":true,"hostVethPrefix":"pod"`, hostLocal(t, "10.83.0.0/24"))
+	c := n.add("a")
+	if name := c.res.Interfaces[ifHost].Name; !strings.HasPrefix(name, "pod") || len(name) != 11 {
+		t.Errorf("host veth %q, want pod + 8 hex digits", name)
+	}
+	m := newNet(t, "1.1.0", "brnamed", `"isGateway":true,"args":{"cni":{"hostVethName":"web0"}}`, hostLocal(t, "10.84.0.0/24"))
+	first := m.add("first")
+	if name := first.res.Interfaces[ifHost].Name; name != "web0" {
+		t.Fatalf("host veth %q, want web0", name)
+	}
+	second := &ctr{id: "second", ns: sandbox.NewNS(t)}
+	second.rc = m.runtimeConf("second", second.ns)
+	_, err := m.tryAdd(second.rc)
+	var cniErr *cnitypes.Error
+	if !errors.As(err, &cniErr) || cniErr.Code != 11 || !strings.Contains(err.Error(), "web0") {
+		t.Errorf("ADD of a second pod asking for web0 = %v, want code 11 naming the name", err)
+	}
+	m.del(second)
+	if ports := bridgePorts(t, "brnamed"); len(ports) != 1 || ports[0] != "web0" {
+		t.Errorf("after the second pod's DEL, ports = %v, want [web0]", ports)
+	}
+	if err := reach(nil, first.ns, first.addr(4)); err != nil {
+		t.Errorf("first pod unreachable: %v", err)
+	}
+}
+
+// removeEmptyBridge: 50 pods added and deleted at once, pairwise racing
+// the removal; every ADD succeeds, and the last DEL leaves no bridge. A
+// network re-addressed after that gets a bridge with the new gateway only.
+func TestRemoveEmptyBridge(t *testing.T) {
+	n := newNet(t, "1.1.0", "brgone", `"isGateway":true,"removeEmptyBridge":true`, hostLocal(t, "10.85.0.0/24"))
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &ctr{id: fmt.Sprintf("race-%d", i), ns: sandbox.NewNS(t)}
+			c.rc = n.runtimeConf(c.id, c.ns)
+			if _, err := n.tryAdd(c.rc); err != nil {
+				errs <- fmt.Errorf("ADD %s: %w", c.id, err)
+				return
+			}
+			if err := n.rt.DelNetworkList(context.Background(), n.list, c.rc); err != nil {
+				errs <- fmt.Errorf("DEL %s: %w", c.id, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if _, err := netlink.LinkByName("brgone"); err == nil {
+		t.Errorf("the bridge is still there after its last port left")
+	}
+	m := newNet(t, "1.1.0", "brgone", `"isGateway":true,"removeEmptyBridge":true`, hostLocal(t, "10.86.0.0/24"))
+	m.add("reip")
+	if addrs := bridgeAddrs(t, "brgone"); len(addrs) != 1 || addrs[0] != "10.86.0.1/24" {
+		t.Errorf("bridge addresses after the re-IP = %v, want [10.86.0.1/24]", addrs)
+	}
+}
