@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -211,5 +213,45 @@ func TestRemoveEmptyBridge(t *testing.T) {
 	m.add("reip")
 	if addrs := bridgeAddrs(t, "brgone"); len(addrs) != 1 || addrs[0] != "10.86.0.1/24" {
 		t.Errorf("bridge addresses after the re-IP = %v, want [10.86.0.1/24]", addrs)
+	}
+}
+
+// Three static addresses in one range set (args.cni.ips): each a lease in
+// the reference format, all on the pod's interface and reachable, all
+// released by DEL.
+func TestSeveralStaticAddresses(t *testing.T) {
+	dataDir := t.TempDir()
+	ipam := fmt.Sprintf(`{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.87.0.0/24"}]]}`, dataDir)
+	n := newNet(t, "1.1.0", "brstatic", `"isGateway":true,"args":{"cni":{"ips":["10.87.0.10","10.87.0.11","10.87.0.12"]}}`, ipam)
+	c := n.add("pod")
+	var got []string
+	for _, ip := range c.res.IPs {
+		got = append(got, ip.Address.String())
+		if err := reach(nil, c.ns, ip.Address.IP); err != nil {
+			t.Errorf("%s unreachable: %v", ip.Address.IP, err)
+		}
+	}
+	if strings.Join(got, " ") != "10.87.0.10/24 10.87.0.11/24 10.87.0.12/24" {
+		t.Errorf("result addresses %v, want the three asked for", got)
+	}
+	leases := func() []string {
+		entries, _ := os.ReadDir(filepath.Join(dataDir, n.list.Name))
+		var out []string
+		for _, e := range entries {
+			if net.ParseIP(e.Name()) != nil {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	if l := leases(); len(l) != 3 {
+		t.Errorf("lease files %v, want three", l)
+	}
+	if err := n.check(c); err != nil {
+		t.Errorf("CHECK = %v", err)
+	}
+	n.del(c)
+	if l := leases(); len(l) != 0 {
+		t.Errorf("lease files after DEL: %v", l)
 	}
 }

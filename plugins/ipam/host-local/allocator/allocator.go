@@ -29,7 +29,7 @@ type Store interface {
 // Request is what one ADD asks for.
 type Request struct {
 	Attachment types.Attachment
-	// Requested are specific addresses, at most one per range set.
+	// Requested are specific addresses, any number per range set.
 	Requested []net.IP
 }
 
@@ -47,8 +47,9 @@ type Lease struct {
 // IPv6 set whose addresses are mostly leased still ends.
 const maxTries = 1 << 22
 
-// Allocate takes one address from every set for req, all or nothing: on any
-// failure it releases what it took. An attachment that already holds a lease
+// Allocate takes, from every set, the addresses req asks for in it, or one
+// free address when it asks for none there; all or nothing: on any failure
+// it releases what it took. An attachment that already holds a lease
 // is refused, naming that lease.
 func Allocate(s Store, sets []RangeSet, req Request) ([]Lease, error) {
 	held, err := s.Leases(req.Attachment)
@@ -66,20 +67,27 @@ func Allocate(s Store, sets []RangeSet, req Request) ([]Lease, error) {
 	}
 	var out []Lease
 	for i, set := range sets {
-		l, err := allocateOne(s, set, i, req.Attachment, wanted[i])
-		if err != nil {
-			return nil, errors.Join(err, releaseLeases(s, out))
+		wants := wanted[i]
+		if len(wants) == 0 {
+			wants = []net.IP{nil} // the next free address
 		}
-		out = append(out, l)
+		for _, want := range wants {
+			l, err := allocateOne(s, set, i, req.Attachment, want)
+			if err != nil {
+				return nil, errors.Join(err, releaseLeases(s, out))
+			}
+			out = append(out, l)
+		}
 	}
 	return out, nil
 }
 
-// assignRequested maps each requested address to the set holding it, and
-// refuses addresses outside every set, gateways, and two addresses for one
-// set.
-func assignRequested(sets []RangeSet, requested []net.IP) (map[int]net.IP, error) {
-	out := map[int]net.IP{}
+// assignRequested maps each requested address to the set holding it, in
+// the order asked, and refuses addresses outside every set and gateways.
+// An address asked twice counts once.
+func assignRequested(sets []RangeSet, requested []net.IP) (map[int][]net.IP, error) {
+	out := map[int][]net.IP{}
+	seen := map[string]bool{}
 	for _, ip := range requested {
 		si, ri := -1, -1
 		for i := range sets {
@@ -93,11 +101,11 @@ func assignRequested(sets []RangeSet, requested []net.IP) (map[int]net.IP, error
 			return nil, types.Errorf(types.ErrInvalidConfig, "requested address %s is outside every range set", ip)
 		case ip.Equal(sets[si][ri].Gateway):
 			return nil, types.Errorf(types.ErrInvalidConfig, "requested address %s is the gateway of range %s", ip, sets[si][ri].String())
-		case out[si] != nil:
-			return nil, types.Errorf(types.ErrInvalidConfig, "requested addresses %s and %s both fall in range set %d (%s); one address per set",
-				out[si], ip, si, sets[si].String())
+		case seen[canonicalIP(ip).String()]:
+			continue
 		}
-		out[si] = canonicalIP(ip)
+		seen[canonicalIP(ip).String()] = true
+		out[si] = append(out[si], canonicalIP(ip))
 	}
 	return out, nil
 }
