@@ -63,7 +63,7 @@ func cmdAdd(ctx context.Context, a *skel.CmdArgs) (*types.Result, error) {
 	return buildResult(leases, conf.Routes, dns), nil
 }
 
-// buildResult is the IPAM result: one address per set with its gateway and
+// buildResult is the IPAM result: every address leased, with its gateway and
 // no interface index, the configured routes, the DNS of resolvConf.
 func buildResult(leases []allocator.Lease, routes []*types.Route, dns types.DNS) *types.Result {
 	r := &types.Result{Routes: routes, DNS: dns}
