@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 
+	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/version"
 	"cnisuite/plugins/ipam/host-local/allocator"
@@ -56,7 +57,6 @@ type runtimeConfig struct {
 type config struct {
 	net        *netConf
 	Name       string
-	DataDir    string
 	Sets       []allocator.RangeSet
 	Routes     []*types.Route
 	ResolvConf string
@@ -72,13 +72,20 @@ func parseConf(data []byte) (*netConf, error) {
 	if n.IPAM == nil {
 		return nil, types.Errorf(types.ErrInvalidConfig, "IPAM config missing 'ipam' key")
 	}
-	if n.IPAM.DataDir == "" {
-		n.IPAM.DataDir = defaultDataDir
-	}
 	if n.CNIVersion == "" {
 		n.CNIVersion = "0.1.0"
 	}
 	return &n, nil
+}
+
+// dataDir is ipam.dataDir, or its default in the call's environment env:
+// /var/lib/cni/networks with the node's root, $XDG_RUNTIME_DIR/cni/networks
+// without it (pkg/rootless).
+func (n *netConf) dataDir(env []string) string {
+	if n.IPAM.DataDir != "" {
+		return n.IPAM.DataDir
+	}
+	return rootless.StateDir(defaultDataDir, "networks", env)
 }
 
 // loadConfig reads and validates the whole configuration of an ADD or
@@ -102,7 +109,7 @@ func loadConfig(data []byte, cniArgs string) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &config{net: n, Name: n.Name, DataDir: n.IPAM.DataDir, Sets: sets, Routes: n.IPAM.Routes,
+	return &config{net: n, Name: n.Name, Sets: sets, Routes: n.IPAM.Routes,
 		ResolvConf: n.IPAM.ResolvConf, Requested: requested}, nil
 }
 

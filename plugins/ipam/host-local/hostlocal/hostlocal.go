@@ -38,7 +38,7 @@ func cmdAdd(ctx context.Context, a *skel.CmdArgs) (*types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(conf.DataDir, conf.Name)
+	st, err := store.Open(conf.net.dataDir(a.Env), conf.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +75,8 @@ func buildResult(leases []allocator.Lease, routes []*types.Route, dns types.DNS)
 
 // openExisting opens the store of the network named in stdin; ok is false
 // when its directory does not exist, i.e. nothing was ever leased.
-func openExisting(n *netConf) (st *store.Store, ok bool, err error) {
-	st, err = store.Open(n.IPAM.DataDir, n.Name)
+func openExisting(n *netConf, env []string) (st *store.Store, ok bool, err error) {
+	st, err = store.Open(n.dataDir(env), n.Name)
 	if err != nil {
 		return nil, false, err
 	}
@@ -100,7 +100,7 @@ func withExistingStore(ctx context.Context, a *skel.CmdArgs, releaseOnly bool, f
 	if err != nil {
 		return err
 	}
-	st, ok, err := openExisting(n)
+	st, ok, err := openExisting(n, a.Env)
 	if err != nil || !ok {
 		return err
 	}
@@ -130,7 +130,7 @@ func cmdCheck(ctx context.Context, a *skel.CmdArgs) error {
 		return err
 	}
 	who := attachmentOf(a)
-	st, ok, err := openExisting(conf.net)
+	st, ok, err := openExisting(conf.net, a.Env)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func cmdStatus(_ context.Context, a *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(n.IPAM.DataDir, n.Name)
+	st, err := store.Open(n.dataDir(a.Env), n.Name)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
 )
@@ -100,7 +101,7 @@ func (s *Store) openNet(create bool) (ok bool, err error) {
 			return false, nil
 		}
 		if err != nil {
-			return false, ioErr("opening data directory", err)
+			return false, ioErr("opening data directory", fmt.Errorf("%w%s", err, unprivilegedHint(err)))
 		}
 	}
 	s.net, err = s.root.Sub(s.network, create, 0o755)
@@ -108,9 +109,18 @@ func (s *Store) openNet(create bool) (ok bool, err error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, ioErr("opening lease directory", err)
+		return false, ioErr("opening lease directory", fmt.Errorf("%w%s", err, unprivilegedHint(err)))
 	}
 	return true, nil
+}
+
+// unprivilegedHint says what to do when a directory could not be made or
+// opened for want of privileges the plugin lacks (a rootless runtime).
+func unprivilegedHint(err error) string {
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS) {
+		return rootless.Hint("ipam.dataDir")
+	}
+	return ""
 }
 
 // Close releases the directories the store opened; Unlock calls it.
