@@ -11,7 +11,9 @@ import (
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/ifconf"
 	"cnisuite/pkg/link"
+	"cnisuite/pkg/sysctlkeep"
 	"cnisuite/pkg/types"
+	"cnisuite/pkg/version"
 )
 
 // setupVeth creates the veth pair, makes the host end a port of the bridge
@@ -51,7 +53,7 @@ func (at *attach) setupVeth(context.Context) error {
 	at.res.Interfaces = []*types.Interface{
 		{Name: c.BrName},
 		{Name: hostName},
-		{Name: a.IfName, Mac: pair.Container.Attrs().HardwareAddr.String(), Mtu: pair.Container.Attrs().MTU, Sandbox: a.Netns},
+		{Name: a.IfName, Mac: pair.Container.Attrs().HardwareAddr.String(), Mtu: at.resultMTU(pair.Container), Sandbox: a.Netns},
 	}
 	return nil
 }
@@ -109,7 +111,34 @@ func (at *attach) enableGateway(context.Context) error {
 		}
 		return err
 	}
-	return ifconf.EnableForwarding(v4, v6)
+	if err := ifconf.EnableForwarding(v4, v6); err != nil {
+		return err
+	}
+	return at.keepForwarding(v4, v6)
+}
+
+// keepForwarding records that the attachment needs forwarding, so that
+// `sysctl --system` keeps it on (pkg/sysctlkeep); DEL and a failed ADD
+// let go.
+func (at *attach) keepForwarding(v4, v6 bool) error {
+	holder := at.sysctlHolder()
+	for _, k := range []struct {
+		on  bool
+		key string
+	}{{v4, "net/ipv4/ip_forward"}, {v6, "net/ipv6/conf/all/forwarding"}} {
+		if !k.on {
+			continue
+		}
+		at.undo.Push("sysctl hold "+k.key, func() error { return sysctlkeep.Keeper{}.Release(holder) })
+		if err := (sysctlkeep.Keeper{}).Hold(k.key, "1", holder); err != nil {
+			return types.Errorf(types.ErrIO, "isGateway: %w", err)
+		}
+	}
+	return nil
+}
+
+func (at *attach) sysctlHolder() string {
+	return sysctlkeep.Holder("bridge", at.conf.Name, at.args.ContainerID, at.args.IfName)
 }
 
 // firewall installs the masquerade and spoof-check rules of the attachment
@@ -213,19 +242,31 @@ func (at *attach) finishResult(context.Context) error {
 		at.hostLink = l
 	}
 	at.res.Interfaces[ifHost].Mac = at.hostLink.Attrs().HardwareAddr.String()
-	at.res.Interfaces[ifHost].Mtu = at.hostLink.Attrs().MTU
+	at.res.Interfaces[ifHost].Mtu = at.resultMTU(at.hostLink)
 	// The bridge's MTU follows its ports' unless one was set: read it
 	// after the port joined.
-	if br, err := at.host.LinkByIndex(at.br.Index); err == nil {
+	if br, err := at.host.LinkByIndex(at.br.Index); err == nil && at.resultHasMTU() {
 		at.res.Interfaces[ifBridge].Mtu = br.Attrs().MTU
 	}
 	for _, i := range at.res.Interfaces[ifContainer+1:] {
 		if l, err := at.host.LinkByName(i.Name); err == nil {
-			i.Mac, i.Mtu = l.Attrs().HardwareAddr.String(), l.Attrs().MTU
+			i.Mac, i.Mtu = l.Attrs().HardwareAddr.String(), at.resultMTU(l)
 		}
 	}
 	if !at.conf.DNS.IsEmpty() {
 		at.res.DNS = at.conf.DNS
 	}
 	return nil
+}
+
+// resultHasMTU reports whether the result's interfaces carry their MTU: a
+// key of cniVersion 1.1.0.
+func (at *attach) resultHasMTU() bool { return version.AtLeast(at.conf.CNIVersion, "1.1.0") }
+
+// resultMTU is l's MTU for the result, 0 (left out) before 1.1.0.
+func (at *attach) resultMTU(l netlink.Link) int {
+	if !at.resultHasMTU() {
+		return 0
+	}
+	return l.Attrs().MTU
 }

@@ -11,6 +11,7 @@ import (
 	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/skel"
+	"cnisuite/pkg/sysctlkeep"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/vethdel"
 )
@@ -50,7 +51,13 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 		defer at.tm.step("removeRules")()
 		return at.removeRules(ctx)
 	}
-	if err := errors.Join(concurrently(at.removeVeth, ipam, rules)...); err != nil {
+	sysctls := func() error {
+		if !conf.IsGW && !conf.IsDefaultGW {
+			return nil
+		}
+		return sysctlkeep.Keeper{}.Release(at.sysctlHolder())
+	}
+	if err := errors.Join(concurrently(at.removeVeth, ipam, rules, sysctls)...); err != nil {
 		return err
 	}
 	return at.removeBridgeIfEmpty(ctx)

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/statedir"
@@ -42,37 +40,14 @@ func (at *attach) lockBridge(ctx context.Context) (func(), error) {
 		return nil, types.Errorf(types.ErrIO, "removeEmptyBridge: lock directory: %w", err)
 	}
 	defer root.Close()
-	f, err := root.OpenFile(at.conf.BrName, unix.O_RDONLY|unix.O_CREAT, 0o600)
+	f, err := root.Lock(ctx, at.conf.BrName, bridgeLockWait)
+	if errors.Is(err, statedir.ErrLockTimeout) || errors.Is(err, context.DeadlineExceeded) {
+		return nil, types.Errorf(types.ErrTryAgain, "removeEmptyBridge: bridge %q: %w", at.conf.BrName, err)
+	}
 	if err != nil {
 		return nil, types.Errorf(types.ErrIO, "removeEmptyBridge: lock of bridge %q: %w", at.conf.BrName, err)
 	}
-	if err := flockBounded(ctx, f); err != nil {
-		f.Close()
-		return nil, err
-	}
 	return func() { f.Close() }, nil // closing releases the flock
-}
-
-// flockBounded takes an exclusive flock on f, polling, until ctx ends or
-// bridgeLockWait passes.
-func flockBounded(ctx context.Context, f *os.File) error {
-	deadline := time.Now().Add(bridgeLockWait)
-	for pause := 100 * time.Microsecond; ; pause = min(2*pause, 5*time.Millisecond) {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		switch {
-		case err == nil:
-			return nil
-		case !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR):
-			return types.Errorf(types.ErrIO, "locking %s: %w", f.Name(), err)
-		case time.Now().After(deadline):
-			return types.Errorf(types.ErrTryAgain, "bridge lock %s is held by another call; gave up waiting", f.Name())
-		}
-		select {
-		case <-ctx.Done():
-			return types.Errorf(types.ErrTryAgain, "waiting for lock %s: %w", f.Name(), ctx.Err())
-		case <-time.After(pause):
-		}
-	}
 }
 
 // removeBridgeIfEmpty deletes the bridge, with its addresses, when no port

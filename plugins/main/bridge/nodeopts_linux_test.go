@@ -255,3 +255,22 @@ func TestSeveralStaticAddresses(t *testing.T) {
 		t.Errorf("lease files after DEL: %v", l)
 	}
 }
+
+// isGateway's forwarding is written to /run/sysctl.d while a pod needs it,
+// so that sysctl --system keeps it on (pkg/sysctlkeep), and leaves with
+// the pod.
+func TestForwardingKeptWhilePodsLive(t *testing.T) {
+	const kept = "/run/sysctl.d/zz-cnisuite.conf"
+	n := newNet(t, "1.1.0", "brkeep", `"isGateway":true`, hostLocal(t, "10.89.0.0/24"))
+	a, b := n.add("a"), n.add("b")
+	for _, c := range []*ctr{a, b} {
+		data, err := os.ReadFile(kept)
+		if err != nil || !strings.Contains(string(data), "net/ipv4/ip_forward = 1") {
+			t.Fatalf("%s = %q, %v; want ip_forward kept", kept, data, err)
+		}
+		n.del(c)
+	}
+	if _, err := os.Stat(kept); !os.IsNotExist(err) {
+		t.Errorf("%s still there after the last pod's DEL: %v", kept, err)
+	}
+}

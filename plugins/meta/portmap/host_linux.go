@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/ifconf"
+	"cnisuite/pkg/sysctlkeep"
 )
 
 // linuxHost is hostOps on the running kernel.
@@ -17,7 +18,7 @@ type linuxHost struct{}
 // EnableLocalnet sets route_localnet=1 on the interface routing to ip, so
 // that 127.0.0.1:hostPort DNATed to the container can leave through it.
 // Equivalent to: sysctl -w net.ipv4.conf.$(ip route get $ip | dev).route_localnet=1
-func (linuxHost) EnableLocalnet(ip net.IP) error {
+func (linuxHost) EnableLocalnet(ip net.IP, holder string) error {
 	routes, err := netlink.RouteGet(ip)
 	if errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EHOSTUNREACH) {
 		return fmt.Errorf("%w (route to %s: %w)", errNoRoute, ip, err)
@@ -33,7 +34,18 @@ func (linuxHost) EnableLocalnet(ip net.IP) error {
 	if err := ifconf.EnsureIPv4Conf("", routes[0].LinkIndex, "route_localnet", 1); err != nil {
 		return fmt.Errorf("route_localnet of the link routing to %s: %w", ip, err)
 	}
-	return nil
+	l, err := netlink.LinkByIndex(routes[0].LinkIndex)
+	if err != nil {
+		return fmt.Errorf("the link routing to %s: %w", ip, err)
+	}
+	key := "net/ipv4/conf/" + l.Attrs().Name + "/route_localnet"
+	return sysctlkeep.Keeper{}.Hold(key, "1", holder)
+}
+
+// ReleaseLocalnet lets go of the route_localnet EnableLocalnet kept for
+// holder (the value stays: other attachments of the link may need it).
+func (linuxHost) ReleaseLocalnet(holder string) error {
+	return sysctlkeep.Keeper{}.Release(holder)
 }
 
 // FlushUDP deletes UDP conntrack entries by original destination port,

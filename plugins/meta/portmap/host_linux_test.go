@@ -14,7 +14,7 @@ func TestEnableLocalnetWithoutRoute(t *testing.T) {
 	sandbox.Require(t)
 	node := sandbox.NewNS(t)
 	err := node.Do(func() error {
-		return linuxHost{}.EnableLocalnet(net.ParseIP("10.123.45.6"))
+		return linuxHost{}.EnableLocalnet(net.ParseIP("10.123.45.6"), "test")
 	})
 	if !errors.Is(err, errNoRoute) {
 		t.Fatalf("EnableLocalnet(unrouted address) = %v, want errNoRoute", err)

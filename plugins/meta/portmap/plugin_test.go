@@ -23,13 +23,15 @@ type fakeHost struct {
 	noRoute  bool // the node routes no container address
 }
 
-func (h *fakeHost) EnableLocalnet(ip net.IP) error {
+func (h *fakeHost) EnableLocalnet(ip net.IP, holder string) error {
 	if h.noRoute {
 		return fmt.Errorf("%w (%s)", errNoRoute, ip)
 	}
 	h.localnet = append(h.localnet, ip.String())
 	return nil
 }
+
+func (h *fakeHost) ReleaseLocalnet(holder string) error { return nil }
 
 func (h *fakeHost) FlushUDP(v4 bool, ports []int) error {
 	fam := "v6"

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/skel"
+	"cnisuite/pkg/sysctlkeep"
 	"cnisuite/pkg/types"
 )
 
@@ -18,9 +20,12 @@ var errNoRoute = errors.New("the node has no route to the container's address")
 
 // hostOps are the node-side kernel calls besides the firewall.
 type hostOps interface {
-	// EnableLocalnet sets route_localnet on the interface routing to ip; it
-	// wraps errNoRoute when there is no such interface.
-	EnableLocalnet(ip net.IP) error
+	// EnableLocalnet sets route_localnet on the interface routing to ip,
+	// and keeps it set for holder across `sysctl --system`; it wraps
+	// errNoRoute when there is no such interface.
+	EnableLocalnet(ip net.IP, holder string) error
+	// ReleaseLocalnet lets go of what EnableLocalnet kept for holder.
+	ReleaseLocalnet(holder string) error
 	// FlushUDP deletes the UDP conntrack entries whose original destination
 	// port is one of ports.
 	FlushUDP(v4 bool, ports []int) error
@@ -92,13 +97,22 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 	return prev, nil
 }
 
+// sysctlHolder names the attachment among the holders of node sysctls.
+func sysctlHolder(a *skel.CmdArgs) string {
+	var head struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(a.StdinData, &head) // decoded and validated before
+	return sysctlkeep.Holder("portmap", head.Name, a.ContainerID, a.IfName)
+}
+
 // enableLocalnet lets 127.0.0.1:hostPort reach the container. Without a
 // route to the container the mappings stay in place, as the reference
 // plugin keeps them: only the 127.0.0.1 ones cannot work until a route
 // exists, and stderr says so.
 func (p *plugin) enableLocalnet(a *skel.CmdArgs, ip net.IP) error {
 	done := a.Log.Step("routeLocalnet")
-	err := p.host.EnableLocalnet(ip)
+	err := p.host.EnableLocalnet(ip, sysctlHolder(a))
 	done()
 	if errors.Is(err, errNoRoute) {
 		if a.Stderr != nil {
@@ -152,7 +166,7 @@ func (p *plugin) Del(ctx context.Context, a *skel.CmdArgs) error {
 		ms, _ = mr.Mapped(ctx, owner(c, a))
 	}
 	done := a.Log.Step("firewall")
-	err = be.Remove(ctx, owner(c, a))
+	err = errors.Join(be.Remove(ctx, owner(c, a)), p.host.ReleaseLocalnet(sysctlHolder(a)))
 	done()
 	if err != nil {
 		return err

@@ -79,7 +79,10 @@ func checkDrift(t *testing.T, c container, check func() error) {
 	for _, d := range drifts {
 		c.do("changing "+d.name, d.change)
 		err := check()
-		if err == nil || !strings.Contains(err.Error(), d.wantText) {
+		// Chained after bridge, bridge's CHECK (first in the chain) may
+		// name the MTU drift in its own words.
+		bridgeText := strings.Replace(strings.Replace(d.wantText, `mtu of "eth0" is `, "MTU ", 1), ", want ", ", prevResult says ", 1)
+		if err == nil || !strings.Contains(err.Error(), d.wantText) && !(d.name == "mtu" && strings.Contains(err.Error(), bridgeText)) {
 			t.Errorf("CHECK after %s changed = %v, want an error containing %q", d.name, err, d.wantText)
 		}
 		c.do("putting back "+d.name, d.putBack)

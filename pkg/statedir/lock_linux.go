@@ -1,0 +1,45 @@
+package statedir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrLockTimeout is the cause of Lock's error when the lock stayed held
+// for the whole wait.
+var ErrLockTimeout = errors.New("lock held by another process for the whole wait")
+
+// Lock opens (creating it 0600) the file name and takes an exclusive
+// flock(2) on it, polling until ctx ends or wait passes. Closing the file
+// releases the lock.
+func (d *Dir) Lock(ctx context.Context, name string, wait time.Duration) (*os.File, error) {
+	f, err := d.OpenFile(name, unix.O_RDONLY|unix.O_CREAT, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(wait)
+	for pause := 100 * time.Microsecond; ; pause = min(2*pause, 5*time.Millisecond) {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch {
+		case err == nil:
+			return f, nil
+		case !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR):
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+		case time.Now().After(deadline):
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", f.Name(), ErrLockTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for lock %s: %w", f.Name(), ctx.Err())
+		case <-time.After(pause):
+		}
+	}
+}

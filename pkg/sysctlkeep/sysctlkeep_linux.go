@@ -1,0 +1,194 @@
+// Package sysctlkeep keeps the node sysctls that attachments depend on in
+// systemd-sysctl's runtime directory, so that `sysctl --system` (run by
+// TuneD, by systemd-sysctl on a package upgrade, by an admin) sets them
+// again instead of turning them back (TuneD issue 816: ip_forward back to
+// 0 cut every pod's egress).
+//
+// One file, /run/sysctl.d/zz-cnisuite.conf, lists every key some live
+// attachment holds; its name sorts after the usual 99-*.conf, so that its
+// values win. Who holds which key is one empty file per key and holder:
+//
+//	/run/cnisuite/sysctl-holds/<key, slashes as %>/<holder>
+//
+// A holder is an attachment (plugin, network, container, interface).
+// Hold adds one, Release removes an attachment's from every key; the file
+// is rewritten only when the set of held keys changes (the first holder of
+// a key comes or the last goes), so most ADDs and DELs write one small
+// file and nothing else. Everything lives under /run: it vanishes with a
+// reboot, as the pods and the sysctls do.
+package sysctlkeep
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+	"time"
+
+	"cnisuite/pkg/statedir"
+)
+
+// Places, on a node (Keeper's zero value uses them).
+const (
+	SysctlDir = "/run/sysctl.d"
+	FileName  = "zz-cnisuite.conf"
+	HoldsDir  = "/run/cnisuite/sysctl-holds"
+)
+
+// lockWait bounds the wait for another call's update of the holds.
+const lockWait = 30 * time.Second
+
+// Keeper writes the holds and the file; tests point it elsewhere.
+type Keeper struct {
+	SysctlDir, HoldsDir string
+}
+
+// Holder names an attachment.
+func Holder(plugin, network, containerID, ifname string) string {
+	sum := sha256.Sum256([]byte(plugin + "\x00" + network + "\x00" + containerID + "\x00" + ifname))
+	return hex.EncodeToString(sum[:16])
+}
+
+func (k Keeper) dirs() (sysctlDir, holdsDir string) {
+	sysctlDir, holdsDir = k.SysctlDir, k.HoldsDir
+	if sysctlDir == "" {
+		sysctlDir = SysctlDir
+	}
+	if holdsDir == "" {
+		holdsDir = HoldsDir
+	}
+	return sysctlDir, holdsDir
+}
+
+// keyDir names a key's directory of holds: the key in slash form
+// ("net/ipv4/conf/eth0.100/route_localnet"), slashes as '%' (no key has
+// one), the value after '='.
+func keyDir(key, value string) string {
+	return strings.ReplaceAll(key, "/", "%") + "=" + value
+}
+
+// Hold records that holder needs key = value (key in slash form) and puts
+// it in the file when it is the key's first holder.
+func (k Keeper) Hold(key, value, holder string) error {
+	return k.locked(func(holds *statedir.Dir) error {
+		d, err := holds.Sub(keyDir(key, value), true, 0o700)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		entries, err := d.List()
+		if err != nil {
+			return err
+		}
+		if err := d.Overwrite(holder, nil); err != nil {
+			return err
+		}
+		if len(entries) > 0 {
+			return nil // held already: the file lists it
+		}
+		return k.rewrite(holds)
+	})
+}
+
+// Release drops every hold of holder; a key left without holders leaves
+// the file (its value stays in the kernel: another process may want it).
+func (k Keeper) Release(holder string) error {
+	return k.locked(func(holds *statedir.Dir) error {
+		keys, err := holds.List()
+		if err != nil {
+			return err
+		}
+		changed := false
+		var errs []error
+		for _, e := range keys {
+			if e.Type&fs.ModeDir == 0 {
+				continue
+			}
+			emptied, err := releaseIn(holds, e.Name, holder)
+			changed = changed || emptied
+			errs = append(errs, err)
+		}
+		if changed {
+			errs = append(errs, k.rewrite(holds))
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// releaseIn removes holder's hold of one key; emptied is true when it was
+// the key's last.
+func releaseIn(holds *statedir.Dir, key, holder string) (emptied bool, err error) {
+	d, err := holds.Sub(key, false, 0)
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	there, err := d.Exists(holder)
+	if err != nil || !there {
+		return false, err
+	}
+	if err := d.Remove(holder); err != nil {
+		return false, err
+	}
+	left, err := d.List()
+	if err != nil || len(left) > 0 {
+		return false, err
+	}
+	return true, holds.RemoveDir(key)
+}
+
+// rewrite writes the file from the keys held, atomically, or removes it
+// when none is.
+func (k Keeper) rewrite(holds *statedir.Dir) error {
+	keys, err := holds.List()
+	if err != nil {
+		return err
+	}
+	var lines []string
+	for _, e := range keys {
+		if e.Type&fs.ModeDir != 0 {
+			key, value, _ := strings.Cut(strings.ReplaceAll(e.Name, "%", "/"), "=")
+			lines = append(lines, key+" = "+value)
+		}
+	}
+	sort.Strings(lines)
+	sysctlDir, _ := k.dirs()
+	out, err := statedir.OpenRoot(sysctlDir, true, 0o755)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if len(lines) == 0 {
+		return out.Remove(FileName)
+	}
+	text := "# Written by the cnisuite CNI plugins: sysctls live pods need.\n" +
+		"# Removed with the last pod that needs them; do not edit.\n" + strings.Join(lines, "\n") + "\n"
+	tmp := "." + FileName + ".tmp"
+	if err := errors.Join(out.Remove(tmp), out.CreateNew(tmp, []byte(text))); err != nil {
+		return err
+	}
+	return out.Rename(tmp, FileName, 0)
+}
+
+// locked runs fn with the holds directory open and its lock held.
+func (k Keeper) locked(fn func(holds *statedir.Dir) error) error {
+	_, holdsDir := k.dirs()
+	holds, err := statedir.OpenRoot(holdsDir, true, 0o700)
+	if err != nil {
+		return fmt.Errorf("sysctl holds: %w", err)
+	}
+	defer holds.Close()
+	lock, err := holds.Lock(context.Background(), ".lock", lockWait)
+	if err != nil {
+		return fmt.Errorf("sysctl holds: %w", err)
+	}
+	defer lock.Close()
+	if err := fn(holds); err != nil {
+		return fmt.Errorf("sysctl holds: %w", err)
+	}
+	return nil
+}
