@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -56,7 +57,7 @@ func checkFamily(ctx context.Context, o fwtypes.Owner, t ipt, desired []iptUnit)
 			have[c]--
 		}
 		for _, e := range iptEntries(o, u.chain, u.rules) {
-			if err := checkEntry(ctx, t, e); err != nil {
+			if err := checkEntry(ctx, o, t, e); err != nil {
 				return err
 			}
 		}
@@ -204,27 +205,34 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 	return false
 }
 
-// checkEntry checks that a jump into an owner chain is in place. With
+// checkEntry checks that a jump into an owner chain is in place, with the
+// owner's tag or the one an earlier version wrote (oldEntryTag). With
 // iptables-nft the parent chain is read over netlink (comments only), which
 // costs far less than iptables -C translating every rule of the chain;
 // otherwise iptables -C runs.
-func checkEntry(ctx context.Context, t ipt, e iptEntry) error {
+func checkEntry(ctx context.Context, o fwtypes.Owner, t ipt, e iptEntry) error {
 	family := byte(unix.NFPROTO_IPV4)
 	if t.cmd == "ip6tables" {
 		family = unix.NFPROTO_IPV6
 	}
-	tag := strings.SplitN(e.spec, `"`, 3)[1]
+	tags := slices.Compact([]string{entryTag(o), oldEntryTag(o)})
 	if rules, err := netfilter.ListRules(family, "nat", e.parent); err == nil && len(rules) > 0 {
 		for _, r := range rules {
-			if r.Comment == tag {
+			if slices.Contains(tags, r.Comment) {
 				return nil
 			}
 		}
 		return types.Errorf(fwtypes.ErrMissing, "%s jump %q in %s is missing", t.cmd, e.spec, e.parent)
 	}
-	args := append([]string{"-w", "-t", "nat", "-C", e.parent}, splitSpec(e.spec)...)
-	if out, err := exec.CommandContext(ctx, t.cmd, args...).CombinedOutput(); err != nil {
-		return types.Errorf(fwtypes.ErrMissing, "%s jump %q in %s: %s", t.cmd, e.spec, e.parent, strings.TrimSpace(string(out)))
+	var errs []error
+	for _, tag := range tags {
+		spec := strings.Replace(e.spec, iptQuote(tags[0]), iptQuote(tag), 1)
+		args := append([]string{"-w", "-t", "nat", "-C", e.parent}, splitSpec(spec)...)
+		out, err := exec.CommandContext(ctx, t.cmd, args...).CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out))))
 	}
-	return nil
+	return types.Errorf(fwtypes.ErrMissing, "%s jump %q in %s: %w", t.cmd, e.spec, e.parent, errors.Join(errs...))
 }

@@ -161,6 +161,3 @@ func echoedJumps(echoed []netfilter.Rule, chains map[string]bool) []jump {
 	}
 	return out
 }
-
-// entryTag is the comment of an owner's jumps (see iptEntries).
-func entryTag(o fwtypes.Owner) string { return "cnisuite " + o.String() }

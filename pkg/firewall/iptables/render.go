@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"cnisuite/pkg/firewall/fwtypes"
 )
@@ -193,6 +194,37 @@ func iptHairpinUnit(o fwtypes.Owner, pm *fwtypes.PortMaps) iptUnit {
 	return u
 }
 
+// maxComment is the longest text an xt comment match holds (its 256
+// bytes less the NUL); iptables cuts a longer --comment short silently.
+const maxComment = 255
+
+// entryTag is the comment of an owner's jumps: "cnisuite " and the owner.
+// When that does not fit in a comment (a long container ID or network
+// name), it is "cnisuite ", 32 hex of the owner's digest, a space and as
+// much of the owner as fits: unique, and the same from both writers.
+// (iptables-restore also refuses any word over 1,023 bytes.)
+func entryTag(o fwtypes.Owner) string {
+	tag := "cnisuite " + o.String()
+	if len(tag) <= maxComment {
+		return tag
+	}
+	head := "cnisuite " + o.Hash()[:32] + " "
+	s := o.String()
+	n := maxComment - len(head)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return head + s[:n]
+}
+
+// oldEntryTag is the comment the jumps of an owner got from versions
+// before entryTag was bounded: "cnisuite " and the owner, cut after 255
+// bytes by iptables (longer IDs failed to write). Check still finds them.
+func oldEntryTag(o fwtypes.Owner) string {
+	tag := "cnisuite " + o.String()
+	return tag[:min(len(tag), maxComment)]
+}
+
 // iptQuote quotes s as iptables-restore reads a quoted word: a backslash
 // takes the next byte as it is, every other byte stands for itself. (Go's
 // %q would write a non-printable rune of an interface name as \uXXXX, which
@@ -206,7 +238,7 @@ func iptQuote(s string) string {
 // function of the chain's name and rules only, so Remove derives them from
 // what it reads back.
 func iptEntries(o fwtypes.Owner, chain string, rules []string) []iptEntry {
-	tag := "-m comment --comment " + iptQuote("cnisuite "+o.String()) + " -j " + chain
+	tag := "-m comment --comment " + iptQuote(entryTag(o)) + " -j " + chain
 	switch {
 	case strings.HasPrefix(chain, PrefixDNAT):
 		spec := "-m addrtype --dst-type LOCAL " + tag
