@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"cnisuite/pkg/firewall/internal/fwtest"
-	"cnisuite/pkg/firewall/iptables"
+	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/firewall/nftchain"
 	"cnisuite/test/sandbox"
 )
@@ -92,7 +92,7 @@ func TestCheckDetectsDeletedRule(t *testing.T) {
 		if kind == KindNFTables {
 			cmd = exec.Command("nft", "flush", "chain", "ip", "cnisuite_portmap", nftchain.ChainName(nftchain.PrefixDNAT, fwtest.PortOwner))
 		} else {
-			cmd = exec.Command("iptables", "-t", "nat", "-D", iptables.ChainName(iptables.PrefixDNAT, fwtest.PortOwner), "1")
+			cmd = exec.Command("iptables", "-t", "nat", "-D", natchain.ChainName(natchain.PrefixDNAT, fwtest.PortOwner), "1")
 		}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%v: %v: %s", cmd, err, out)
@@ -139,7 +139,7 @@ func TestGC(t *testing.T) {
 
 func ownerPresent(t *testing.T, kind string, o Owner) bool {
 	if kind == KindIPTables {
-		err := exec.Command("iptables", "-w", "-t", "nat", "-S", iptables.ChainName(iptables.PrefixMasq, o)).Run()
+		err := exec.Command("iptables", "-w", "-t", "nat", "-S", natchain.ChainName(natchain.PrefixMasq, o)).Run()
 		return err == nil
 	}
 	return strings.Contains(fwtest.Ruleset(t), nftchain.ChainName(nftchain.PrefixMasq, o))

@@ -15,8 +15,11 @@
 //
 //	firewall             New (backend selection), Fake, Render; the names below
 //	firewall/nftables    the nftables backend: masquerade and port-mapping chains
-//	firewall/iptables    the iptables backend: restore payloads, iptables-nft
-//	                     reads and deletes over netlink, the legacy path
+//	firewall/iptables    the iptables backend: one writer per node kind, legacy
+//	                     (iptables-restore) or iptables-nft (netlink)
+//	iptables/natchain    its owner chains of table nat: rules as tokens,
+//	                     iptables-restore payloads
+//	iptables/xtnft       the same tokens encoded as iptables-nft does
 //	firewall/spoofcheck  the bridge-family spoof check, whatever the backend
 //	firewall/isolation   the bridge's icc and isolate, whatever the backend
 //	firewall/reference   the reference plugins' rules, removed by both backends
@@ -57,12 +60,13 @@
 //
 // # iptables
 //
-// Table nat, chains CNIS-MQ-, CNIS-DN- and CNIS-HM-, written with one
-// `iptables-restore --noflush --wait` payload per family; with iptables-nft
-// reads and DEL's deletions go over netlink, in one transaction with the
-// owner's spoof check and the reference plugins' rules. Spoof checks and
-// isolation (icc, isolate) need the bridge family and always go through
-// nftables. See package iptables.
+// Table nat, chains CNIS-MQ-, CNIS-DN- and CNIS-HM-, each rule built once as
+// argument tokens. On an iptables-legacy node, one `iptables-restore
+// --noflush --wait` payload per family; on an iptables-nft node, reads and
+// writes go over netlink, and DEL is one transaction with the owner's
+// spoof check and the reference plugins' rules. Spoof checks and isolation
+// (icc, isolate) need the bridge family and always go through nftables.
+// See package iptables.
 //
 // # Network chains
 //

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"cnisuite/pkg/firewall/iptables"
+	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/firewall/nftables"
 	"cnisuite/pkg/firewall/nftchain"
 	"cnisuite/pkg/types"
@@ -154,7 +155,7 @@ func Render(kind string, o Owner, r Rules) string {
 	if kind != KindIPTables {
 		return nftables.Script(o, r) + guard
 	}
-	out := iptables.Payloads(o, r) + guard
+	out := natchain.Payloads(o, r) + guard
 	if nft := iptables.NFTScript(o, r); nft != "" {
 		out += "# nft\n" + nft
 	}

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/netfilter"
 )
 
@@ -43,13 +43,13 @@ type jump struct {
 // jumpsPath names the file of an owner's jumps in one family, under the
 // network namespace of the calling thread.
 // Equivalent to: /run/cnisuite/iptables-jumps/<netns inode>/<4|6>-<owner hash>
-func (t ipt) jumpsPath(o fwtypes.Owner) (string, error) {
-	return t.jumpsPathOf(o.NetHash()[:6] + o.Hash()[:14])
+func jumpsPath(f family, o fwtypes.Owner) (string, error) {
+	return jumpsPathOf(f, o.NetHash()[:6]+o.Hash()[:14])
 }
 
 // jumpsPathOf names the file of the owner whose chains end in key (the
 // part of an owner chain's name after its prefix).
-func (t ipt) jumpsPathOf(key string) (string, error) {
+func jumpsPathOf(f family, key string) (string, error) {
 	fi, err := os.Stat("/proc/thread-self/ns/net")
 	if err != nil {
 		return "", err
@@ -58,19 +58,19 @@ func (t ipt) jumpsPathOf(key string) (string, error) {
 	if !ok {
 		return "", errors.New("no inode for the network namespace")
 	}
-	family := "6"
-	if t.v4() {
-		family = "4"
+	digit := "6"
+	if f.v4 {
+		digit = "4"
 	}
-	return filepath.Join(jumpsDir, strconv.FormatUint(st.Ino, 10), family+"-"+key), nil
+	return filepath.Join(jumpsDir, strconv.FormatUint(st.Ino, 10), digit+"-"+key), nil
 }
 
 // forgetChainJumps removes the file of the owner of an owner chain, which
 // GC deleted by name.
-func (t ipt) forgetChainJumps(chain string) {
-	for _, p := range []string{PrefixMasq, PrefixDNAT, PrefixHairpin} {
+func forgetChainJumps(f family, chain string) {
+	for _, p := range []string{natchain.PrefixMasq, natchain.PrefixDNAT, natchain.PrefixHairpin} {
 		if key, ok := strings.CutPrefix(chain, p); ok {
-			if path, err := t.jumpsPathOf(key); err == nil {
+			if path, err := jumpsPathOf(f, key); err == nil {
 				_ = os.Remove(path)
 			}
 		}
@@ -79,8 +79,8 @@ func (t ipt) forgetChainJumps(chain string) {
 
 // saveJumps records the jumps of an owner's chains; none removes the file.
 // Failing to record costs the next Remove a dump, nothing else.
-func (t ipt) saveJumps(o fwtypes.Owner, jumps []jump) {
-	path, err := t.jumpsPath(o)
+func saveJumps(f family, o fwtypes.Owner, jumps []jump) {
+	path, err := jumpsPath(f, o)
 	if err != nil {
 		return
 	}
@@ -103,11 +103,11 @@ func (t ipt) saveJumps(o fwtypes.Owner, jumps []jump) {
 }
 
 // forgetJumps removes the file of an owner's jumps.
-func (t ipt) forgetJumps(o fwtypes.Owner) { t.saveJumps(o, nil) }
+func forgetJumps(f family, o fwtypes.Owner) { saveJumps(f, o, nil) }
 
 // loadJumps reads the file of an owner's jumps; false without one.
-func (t ipt) loadJumps(o fwtypes.Owner) ([]jump, bool) {
-	path, err := t.jumpsPath(o)
+func loadJumps(f family, o fwtypes.Owner) ([]jump, bool) {
+	path, err := jumpsPath(f, o)
 	if err != nil {
 		return nil, false
 	}
@@ -119,7 +119,7 @@ func (t ipt) loadJumps(o fwtypes.Owner) ([]jump, bool) {
 	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
 		parent, h, ok := strings.Cut(line, " ")
 		handle, err := strconv.ParseUint(h, 10, 64)
-		if !ok || err != nil || !isParent(parent) {
+		if !ok || err != nil || !natchain.IsParent(parent) {
 			return nil, false
 		}
 		out = append(out, jump{parent: parent, handle: handle})
@@ -127,23 +127,21 @@ func (t ipt) loadJumps(o fwtypes.Owner) ([]jump, bool) {
 	return out, len(out) > 0
 }
 
-func isParent(name string) bool { return slices.Contains(iptParents, name) }
-
 // knownJumps returns the owner's jumps as its file records them, each read
 // back by handle and found to be a jump into one of the present chains
 // with the owner's tag; false when there is no file or one of them is not.
-func (t ipt) knownJumps(conn *netfilter.Conn, o fwtypes.Owner, present map[string][]string) ([]jump, bool, error) {
-	jumps, ok := t.loadJumps(o)
+func knownJumps(conn *netfilter.Conn, f family, o fwtypes.Owner, present map[string]bool) ([]jump, bool, error) {
+	jumps, ok := loadJumps(f, o)
 	if !ok {
 		return nil, false, nil
 	}
-	tag := entryTag(o)
+	tag := natchain.EntryTag(o)
 	for _, j := range jumps {
-		r, found, err := conn.RuleByHandle(t.nfproto(), "nat", j.parent, j.handle)
+		r, found, err := conn.RuleByHandle(f.proto(), "nat", j.parent, j.handle)
 		if err != nil {
 			return nil, false, err
 		}
-		if _, ours := present[r.Jump]; !found || !ours || r.Comment != tag {
+		if !found || !present[r.Jump] || r.Comment != tag {
 			return nil, false, nil
 		}
 	}
@@ -155,7 +153,7 @@ func (t ipt) knownJumps(conn *netfilter.Conn, o fwtypes.Owner, present map[strin
 func echoedJumps(echoed []netfilter.Rule, chains map[string]bool) []jump {
 	var out []jump
 	for _, r := range echoed {
-		if isParent(r.Chain) && chains[r.Jump] {
+		if natchain.IsParent(r.Chain) && chains[r.Jump] {
 			out = append(out, jump{parent: r.Chain, handle: r.Handle})
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"cnisuite/pkg/firewall/fwtypes"
 	"cnisuite/pkg/firewall/internal/fwtest"
+	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/test/sandbox"
 )
@@ -28,19 +29,22 @@ func TestJumpsRecorded(t *testing.T) {
 		if err := b.Ensure(ctx, o, r); err != nil {
 			t.Fatalf("Ensure: %v", err)
 		}
-		for _, v4 := range []bool{true, false} {
-			jumps, ok := iptFor(v4).loadJumps(o)
+		for _, f := range families {
+			jumps, ok := loadJumps(f, o)
 			// DNAT: PREROUTING and OUTPUT; hairpin: POSTROUTING.
 			if !ok || len(jumps) != 3 {
-				t.Fatalf("v4=%v: recorded jumps %v, want 3", v4, jumps)
+				t.Fatalf("%s: recorded jumps %v, want 3", f, jumps)
 			}
 			conn, err := netfilter.Dial()
 			if err != nil {
 				t.Fatal(err)
 			}
-			present, _ := iptFor(v4).existingNL(conn, iptOwnerChains(o))
-			if _, ok, err := iptFor(v4).knownJumps(conn, o, present); !ok || err != nil {
-				t.Errorf("v4=%v: the recorded jumps do not check out: %v", v4, err)
+			present := map[string]bool{}
+			for _, name := range natchain.OwnerChains(o) {
+				present[name], _ = conn.ChainExists(f.proto(), "nat", name)
+			}
+			if _, ok, err := knownJumps(conn, f, o, present); !ok || err != nil {
+				t.Errorf("%s: the recorded jumps do not check out: %v", f, err)
 			}
 			conn.Close()
 		}
@@ -50,7 +54,7 @@ func TestJumpsRecorded(t *testing.T) {
 		if save := saveNAT(t); strings.Contains(save, "CNIS-") {
 			t.Errorf("Remove left owner rules:\n%s", save)
 		}
-		if _, ok := iptFor(true).loadJumps(o); ok {
+		if _, ok := loadJumps(family{v4: true}, o); ok {
 			t.Error("Remove left the record of the jumps")
 		}
 	})
@@ -81,8 +85,8 @@ func TestJumpsRecordNotTrusted(t *testing.T) {
 				if err := b.Ensure(ctx, o, r); err != nil {
 					t.Fatalf("Ensure: %v", err)
 				}
-				real, _ := iptFor(true).loadJumps(o)
-				iptFor(true).saveJumps(o, lie(t, real, foreign))
+				real, _ := loadJumps(family{v4: true}, o)
+				saveJumps(family{v4: true}, o, lie(t, real, foreign))
 				if err := b.Remove(ctx, o); err != nil {
 					t.Fatalf("Remove: %v", err)
 				}
@@ -119,7 +123,7 @@ func TestGCForgetsJumps(t *testing.T) {
 		if err := b.Ensure(ctx, o, r); err != nil {
 			t.Fatalf("Ensure: %v", err)
 		}
-		if _, ok := iptFor(true).loadJumps(o); !ok {
+		if _, ok := loadJumps(family{v4: true}, o); !ok {
 			t.Fatal("no record after Ensure")
 		}
 		if err := b.GC(ctx, o.Plugin, o.Network, nil); err != nil {
@@ -128,9 +132,9 @@ func TestGCForgetsJumps(t *testing.T) {
 		if save := saveNAT(t); strings.Contains(save, "CNIS-") {
 			t.Errorf("GC left owner rules:\n%s", save)
 		}
-		for _, v4 := range []bool{true, false} {
-			if _, ok := iptFor(v4).loadJumps(o); ok {
-				t.Errorf("v4=%v: GC left the record of the jumps", v4)
+		for _, f := range families {
+			if _, ok := loadJumps(f, o); ok {
+				t.Errorf("%s: GC left the record of the jumps", f)
 			}
 		}
 	})
@@ -153,7 +157,7 @@ func TestRemoveAfterTableRebuilt(t *testing.T) {
 		if err := b.Ensure(ctx, old, r); err != nil {
 			t.Fatalf("Ensure(old): %v", err)
 		}
-		recorded, _ := iptFor(true).loadJumps(old)
+		recorded, _ := loadJumps(family{v4: true}, old)
 		if out, err := exec.Command("nft", "flush", "ruleset").CombinedOutput(); err != nil {
 			t.Fatalf("nft flush ruleset: %v: %s", err, out)
 		}
@@ -163,7 +167,7 @@ func TestRemoveAfterTableRebuilt(t *testing.T) {
 		if err := b.Ensure(ctx, current, r); err != nil {
 			t.Fatalf("Ensure(current): %v", err)
 		}
-		reused, _ := iptFor(true).loadJumps(current)
+		reused, _ := loadJumps(family{v4: true}, current)
 		t.Logf("old record %v; the current owner's jumps %v", recorded, reused)
 		if err := b.Remove(ctx, old); err != nil {
 			t.Fatalf("Remove(old): %v", err)
@@ -171,7 +175,7 @@ func TestRemoveAfterTableRebuilt(t *testing.T) {
 		if err := b.Check(ctx, current, r); err != nil {
 			t.Errorf("Check(current) after Remove(old): %v", err)
 		}
-		if _, ok := iptFor(true).loadJumps(old); ok {
+		if _, ok := loadJumps(family{v4: true}, old); ok {
 			t.Error("Remove(old) left its record")
 		}
 		if err := b.Remove(ctx, current); err != nil {

@@ -8,65 +8,99 @@ import (
 
 	"cnisuite/pkg/firewall/fwtypes"
 	"cnisuite/pkg/firewall/internal/fwtest"
+	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/test/sandbox"
 )
 
-// TestLongIDRestore: an owner with a 1,000-byte container ID is written by
-// iptables-restore too (user conditions), which refused the unbounded tag
-// ("Parameter too long"); its jumps carry the bounded tag, which names the
-// owner's digest, and Check and Remove find them.
-func TestLongIDRestore(t *testing.T) {
+// nodeKinds are the writers of the kinds of iptables node, each with the
+// command that saves its table nat.
+var nodeKinds = []struct {
+	name, save string
+	w          func() writer
+}{
+	{"iptables-nft", "iptables-save", func() writer { return &nft{restore: newLegacy("")} }},
+	{"iptables-legacy", "iptables-legacy-save", func() writer { return newLegacy("-legacy") }},
+}
+
+// savedNAT returns `<save> -t nat`.
+func savedNAT(t *testing.T, save string) string {
+	t.Helper()
+	out, err := exec.Command(save, "-t", "nat").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s -t nat: %v: %s", save, err, out)
+	}
+	return string(out)
+}
+
+// TestLongID: an owner with a 1,000-byte container ID gets its chains and
+// jumps on both kinds of node, over netlink and through iptables-restore
+// (user conditions, which only it writes: it refused the unbounded tag
+// with "Parameter too long"); the jumps carry the bounded tag, which names
+// the owner's digest, and Check and Remove find them.
+func TestLongID(t *testing.T) {
 	sandbox.Require(t)
 	ctx := context.Background()
 	o := fwtest.PortOwner
 	o.ContainerID = strings.Repeat("c", 1000)
-	fwtest.InNS(t, func() {
-		primeNAT(t)
-		b := New()
-		r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV6, p.ConditionsV4 = nil, []string{"!", "-i", "cni0"} })
-		if err := b.Ensure(ctx, o, r); err != nil {
-			t.Fatalf("Ensure: %v", err)
+	for _, kind := range nodeKinds {
+		for name, conds := range map[string][]string{"conditions": {"!", "-i", "cni0"}, "plain": nil} {
+			t.Run(kind.name+"/"+name, func(t *testing.T) {
+				fwtest.InNS(t, func() {
+					b := withWriter(kind.w())
+					r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ConditionsV4 = conds })
+					for i := 0; i < 2; i++ { // the second over the first's chains
+						if err := b.Ensure(ctx, o, r); err != nil {
+							t.Fatalf("Ensure #%d: %v", i, err)
+						}
+					}
+					if err := b.Check(ctx, o, r); err != nil {
+						t.Errorf("Check: %v", err)
+					}
+					want := "--comment \"cnisuite " + o.Hash()[:32] + " portmap/net1/ccc"
+					if save := savedNAT(t, kind.save); !strings.Contains(save, want) {
+						t.Errorf("%s holds no jump tagged %s…:\n%s", kind.save, want, save)
+					}
+					if err := b.Remove(ctx, o); err != nil {
+						t.Fatalf("Remove: %v", err)
+					}
+					if save := savedNAT(t, kind.save); strings.Contains(save, "CNIS-") {
+						t.Errorf("Remove left owner rules:\n%s", save)
+					}
+				})
+			})
 		}
-		if b.writes.restore != 1 {
-			t.Errorf("Ensure wrote %+v, want one iptables-restore", b.writes)
-		}
-		if err := b.Check(ctx, o, r); err != nil {
-			t.Errorf("Check: %v", err)
-		}
-		out, err := exec.Command("iptables-save", "-t", "nat").Output()
-		if want := "--comment \"cnisuite " + o.Hash()[:32] + " portmap/net1/ccc"; err != nil || !strings.Contains(string(out), want) {
-			t.Errorf("iptables-save holds no jump tagged %s… (%v):\n%s", want, err, out)
-		}
-		if err := b.Remove(ctx, o); err != nil {
-			t.Fatalf("Remove: %v", err)
-		}
-		fwtest.AssertNoOwnerRules(t)
-	})
+	}
 }
 
 // TestOldLongTag: the jumps of a pod attached by an earlier version, whose
 // 800-byte container ID iptables cut short in the tag, are found by Check
-// and removed by Remove.
+// and removed by Remove, on both kinds of node.
 func TestOldLongTag(t *testing.T) {
 	sandbox.Require(t)
 	ctx := context.Background()
 	o := fwtest.PortOwner
 	o.ContainerID = strings.Repeat("c", 800)
 	r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV6 = nil })
-	fwtest.InNS(t, func() {
-		primeNAT(t)
-		old := strings.ReplaceAll(iptEnsurePayload(o, iptDesired(o, r, true), nil),
-			iptQuote(entryTag(o)), iptQuote("cnisuite "+o.String()))
-		if err := iptFor(true).restore(ctx, old); err != nil {
-			t.Fatalf("writing the earlier version's rules: %v", err)
-		}
-		b := New()
-		if err := b.Check(ctx, o, r); err != nil {
-			t.Errorf("Check of the earlier version's rules: %v", err)
-		}
-		if err := b.Remove(ctx, o); err != nil {
-			t.Fatalf("Remove: %v", err)
-		}
-		fwtest.AssertNoOwnerRules(t)
-	})
+	for _, kind := range nodeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			fwtest.InNS(t, func() {
+				old := strings.ReplaceAll(natchain.EnsurePayload(o, natchain.Desired(o, r, true), nil),
+					natchain.Quote(natchain.EntryTag(o)), natchain.Quote("cnisuite "+o.String()))
+				restore := strings.TrimSuffix(kind.save, "-save") + "-restore"
+				if err := (tools{restore: restore}).restoreNoflush(ctx, old); err != nil {
+					t.Fatalf("writing the earlier version's rules: %v", err)
+				}
+				b := withWriter(kind.w())
+				if err := b.Check(ctx, o, r); err != nil {
+					t.Errorf("Check of the earlier version's rules: %v", err)
+				}
+				if err := b.Remove(ctx, o); err != nil {
+					t.Fatalf("Remove: %v", err)
+				}
+				if save := savedNAT(t, kind.save); strings.Contains(save, "CNIS-") {
+					t.Errorf("Remove left owner rules:\n%s", save)
+				}
+			})
+		})
+	}
 }

@@ -56,13 +56,13 @@ func lookPathOnce(file string) (string, error) {
 	return path, err
 }
 
-// tools are the binaries the backend runs.
-var tools = []string{"iptables", "ip6tables", "iptables-restore", "ip6tables-restore"}
+// toolNames are the binaries the backend runs.
+var toolNames = []string{"iptables", "ip6tables", "iptables-restore", "ip6tables-restore"}
 
 // isNFT reports whether both families' iptables are the nf_tables variant
 // (xtables-nft-multi): reads and deletions then go over netlink.
 func (n node) isNFT() bool {
-	for _, cmd := range tools[:2] {
+	for _, cmd := range toolNames[:2] {
 		path, err := n.lookPath(cmd)
 		if err != nil {
 			return false
@@ -82,7 +82,7 @@ func (n node) isNFT() bool {
 // /proc/net once loaded. Only when they are not loaded yet (iptables loads
 // them on first use) does it ask iptables itself, one process per family.
 func (n node) usable(ctx context.Context, nft bool) error {
-	for _, cmd := range tools {
+	for _, cmd := range toolNames {
 		if _, err := n.lookPath(cmd); err != nil {
 			return types.Errorf(types.ErrNotAvailable, "iptables backend: %w", err)
 		}
@@ -96,7 +96,7 @@ func (n node) usable(ctx context.Context, nft bool) error {
 	if n.exists("/proc/net/ip_tables_names") && n.exists("/proc/net/ip6_tables_names") {
 		return nil
 	}
-	for _, cmd := range tools[:2] {
+	for _, cmd := range toolNames[:2] {
 		if err := n.ask(ctx, cmd); err != nil {
 			return err
 		}

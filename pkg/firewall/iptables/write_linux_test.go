@@ -14,6 +14,7 @@ import (
 
 	"cnisuite/pkg/firewall/fwtypes"
 	"cnisuite/pkg/firewall/internal/fwtest"
+	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/test/sandbox"
 )
@@ -34,8 +35,8 @@ func primeNAT(t *testing.T) {
 	if err := b.Remove(ctx, o); err != nil {
 		t.Fatalf("priming table nat: %v", err)
 	}
-	for _, v4 := range []bool{true, false} {
-		if err := iptFor(v4).restore(ctx, "*nat\n:KUBE-MARK-MASQ - [0:0]\nCOMMIT\n"); err != nil {
+	for _, f := range families {
+		if err := newLegacy("").tools(f).restoreNoflush(ctx, "*nat\n:KUBE-MARK-MASQ - [0:0]\nCOMMIT\n"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,21 +88,18 @@ func dumpNAT(t *testing.T, save string) string {
 }
 
 // written returns the nat tables of a fresh namespace after Ensure of each
-// rule set in turn, with iptables-restore only or over netlink, checking
-// that the chosen writer wrote.
-func written(t *testing.T, restoreOnly bool, o fwtypes.Owner, sets ...fwtypes.Rules) (save, dump string) {
+// rule set in turn with the writer w: iptables-restore (newLegacy("") on
+// this iptables-nft node) or netlink alone (&nft{}, which has no
+// iptables-restore to fall back on).
+func written(t *testing.T, w writer, o fwtypes.Owner, sets ...fwtypes.Rules) (save, dump string) {
 	t.Helper()
 	fwtest.InNS(t, func() {
 		primeNAT(t)
-		b := New()
-		b.restoreOnly = restoreOnly
+		b := withWriter(w)
 		for i, r := range sets {
 			if err := b.Ensure(context.Background(), o, r); err != nil {
-				t.Fatalf("Ensure #%d (restoreOnly %v): %v", i, restoreOnly, err)
+				t.Fatalf("Ensure #%d (%T): %v", i, w, err)
 			}
-		}
-		if restoreOnly && b.writes.netlink > 0 || !restoreOnly && (b.writes.restore > 0 || b.writes.netlink == 0) {
-			t.Errorf("restoreOnly %v: wrote %+v", restoreOnly, b.writes)
 		}
 		save = saveNAT(t)
 		dump = dumpNAT(t, save)
@@ -137,8 +135,8 @@ func TestNetlinkWriteMatchesRestore(t *testing.T) {
 	sandbox.Require(t)
 	for _, c := range writeCases(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			wantSave, wantDump := written(t, true, c.Owner, c.Rules)
-			gotSave, gotDump := written(t, false, c.Owner, c.Rules)
+			wantSave, wantDump := written(t, newLegacy(""), c.Owner, c.Rules)
+			gotSave, gotDump := written(t, &nft{}, c.Owner, c.Rules)
 			if gotSave != wantSave {
 				t.Errorf("iptables-save after the netlink write:\n%s\nwant (iptables-restore):\n%s", gotSave, wantSave)
 			}
@@ -179,8 +177,8 @@ func TestNetlinkRewriteMatchesRestore(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			wantSave, wantDump := written(t, true, tc.o, tc.new)
-			gotSave, gotDump := written(t, false, tc.o, tc.old, tc.new)
+			wantSave, wantDump := written(t, newLegacy(""), tc.o, tc.new)
+			gotSave, gotDump := written(t, &nft{}, tc.o, tc.old, tc.new)
 			if gotSave != wantSave {
 				t.Errorf("iptables-save after the netlink rewrite:\n%s\nwant (iptables-restore of the new rules):\n%s", gotSave, wantSave)
 			}
@@ -203,18 +201,15 @@ func TestIptablesDeletesNetlinkRules(t *testing.T) {
 	}
 	fwtest.InNS(t, func() {
 		primeNAT(t)
-		b := New()
+		b := withWriter(&nft{}) // netlink alone
 		for o, r := range cases {
 			if err := b.Ensure(context.Background(), o, r); err != nil {
 				t.Fatalf("Ensure(%s): %v", o, err)
 			}
 		}
-		if b.writes.restore > 0 {
-			t.Fatalf("Ensure ran iptables-restore: %+v", b.writes)
-		}
 		for o, r := range cases {
-			for _, v4 := range []bool{true, false} {
-				deleteWithIptables(t, iptFor(v4).cmd, o, iptDesired(o, r, v4))
+			for _, f := range families {
+				deleteWithIptables(t, f.String(), o, natchain.Desired(o, r, f.v4))
 			}
 		}
 		if save := saveNAT(t); strings.Contains(save, "CNIS-") {
@@ -223,7 +218,7 @@ func TestIptablesDeletesNetlinkRules(t *testing.T) {
 	})
 }
 
-func deleteWithIptables(t *testing.T, cmd string, o fwtypes.Owner, units []iptUnit) {
+func deleteWithIptables(t *testing.T, cmd string, o fwtypes.Owner, chains []natchain.Chain) {
 	t.Helper()
 	run := func(args ...string) {
 		t.Helper()
@@ -232,17 +227,17 @@ func deleteWithIptables(t *testing.T, cmd string, o fwtypes.Owner, units []iptUn
 			t.Errorf("%s %s: %v: %s", cmd, strings.Join(args, " "), err, out)
 		}
 	}
-	for _, u := range units {
-		for _, e := range iptEntries(o, u.chain, u.rules) {
-			run(append([]string{"-D", e.parent}, splitSpec(e.spec)...)...)
+	for _, c := range chains {
+		for _, j := range natchain.ChainJumps(o, c) {
+			run(append([]string{"-D", j.Parent}, j.Rule...)...)
 		}
-		for _, r := range u.rules {
-			run(append([]string{"-D", u.chain}, splitSpec(r)...)...)
+		for _, r := range c.Rules {
+			run(append([]string{"-D", c.Name}, r...)...)
 		}
 	}
-	for _, u := range units {
-		run("-F", u.chain)
-		run("-X", u.chain)
+	for _, c := range chains {
+		run("-F", c.Name)
+		run("-X", c.Name)
 	}
 }
 
@@ -255,24 +250,21 @@ func TestNetlinkLifecycle(t *testing.T) {
 	r := fwtest.PortRules(t, func(*fwtypes.PortMaps) {})
 	fwtest.InNS(t, func() {
 		primeNAT(t)
-		b := New()
+		b := withWriter(&nft{}) // netlink alone
 		if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
 			t.Fatalf("Ensure: %v", err)
 		}
-		if b.writes.netlink != 2 || b.writes.restore != 0 {
-			t.Errorf("first Ensure wrote %+v, want one transaction per family", b.writes)
-		}
-		first := saveNAT(t)
+		first := fwtest.RulesetHandles(t)
 		if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
 			t.Fatalf("Ensure #2: %v", err)
 		}
-		if b.writes.netlink != 2 || b.writes.restore != 0 || saveNAT(t) != first {
-			t.Errorf("a second Ensure of the same rules wrote (%+v)", b.writes)
+		if again := fwtest.RulesetHandles(t); again != first {
+			t.Errorf("a second Ensure of the same rules wrote:\n--- before\n%s\n--- after\n%s", first, again)
 		}
 		if err := b.Check(ctx, fwtest.PortOwner, r); err != nil {
 			t.Errorf("Check after a netlink write: %v", err)
 		}
-		chain := ChainName(PrefixDNAT, fwtest.PortOwner)
+		chain := natchain.ChainName(natchain.PrefixDNAT, fwtest.PortOwner)
 		if out, err := exec.Command("iptables", "-w", "-t", "nat", "-D", chain, "1").CombinedOutput(); err != nil {
 			t.Fatalf("iptables -D %s 1: %v: %s", chain, err, out)
 		}

@@ -27,7 +27,6 @@
 package isolation
 
 import (
-	"context"
 	"sort"
 	"strings"
 
@@ -142,21 +141,4 @@ func ifname(key expr.MetaKey, op expr.CmpOp, name string) []expr.Any {
 
 func verdict(kind expr.VerdictKind, chain string) []expr.Any {
 	return []expr.Any{&expr.Verdict{Kind: kind, Chain: chain}}
-}
-
-// Script returns the nft script writing iso on a node with none of it yet:
-// what the iptables backend runs there (and golden files hold).
-func Script(o fwtypes.Owner, iso *fwtypes.Isolation) string {
-	return nftchain.Script(Chains(o, iso), nil, Skeletons(), nil)
-}
-
-// Ensure writes the owner's isolation in one transaction, leaving in place
-// what already is.
-func Ensure(ctx context.Context, o fwtypes.Owner, iso *fwtypes.Isolation) error {
-	return nftchain.Ensure(ctx, o, Chains(o, iso), Skeletons())
-}
-
-// Check returns fwtypes.ErrMissing when a rule of iso is not in place.
-func Check(o fwtypes.Owner, iso *fwtypes.Isolation) error {
-	return nftchain.Check(o, Chains(o, iso))
 }

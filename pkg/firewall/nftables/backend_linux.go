@@ -46,7 +46,12 @@ func (b *Backend) Ensure(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) 
 	if r.NeedsLocalnetGuard() {
 		skels = append(skels, nftchain.LocalnetGuard())
 	}
-	return nftchain.Ensure(ctx, o, desired, skels)
+	conn, err := netfilter.Dial()
+	if err != nil {
+		return types.Errorf(types.ErrIO, "%w", err)
+	}
+	defer conn.Close()
+	return nftchain.Ensure(ctx, conn, o, desired, skels)
 }
 
 // Remove deletes the owner's chains and map elements, and what the
@@ -65,7 +70,12 @@ func (b *Backend) Remove(_ context.Context, o fwtypes.Owner) error {
 
 // Check compares the owner's chains with the rules r needs.
 func (b *Backend) Check(_ context.Context, o fwtypes.Owner, r fwtypes.Rules) error {
-	return nftchain.Check(o, Chains(o, r))
+	conn, err := netfilter.Dial()
+	if err != nil {
+		return types.Errorf(types.ErrIO, "%w", err)
+	}
+	defer conn.Close()
+	return nftchain.Check(conn, o, Chains(o, r))
 }
 
 // GC removes the network's owner chains whose owner is not kept.

@@ -20,18 +20,14 @@ import (
 const NFT = "nft"
 
 // Ensure makes the owner's chains exactly desired, with the skeletons of
-// their tables, in one transaction: one netlink batch when every rule has a
-// kernel form, else one `nft -f -` script. A map key held by another owner
-// makes it fail with fwtypes.ErrConflict.
-func Ensure(ctx context.Context, o fwtypes.Owner, desired []Chain, skels []Skeleton) error {
+// their tables, in one transaction: one netlink batch on conn when every
+// rule has a kernel form, else one `nft -f -` script. A map key held by
+// another owner makes it fail with fwtypes.ErrConflict.
+func Ensure(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner, desired []Chain, skels []Skeleton) error {
 	if !Buildable(desired) {
-		return ensureScript(ctx, o, desired, skels)
+		return ensureScript(ctx, conn, o, desired, skels)
 	}
-	conn, err := netfilter.Dial()
-	if err != nil {
-		return types.Errorf(types.ErrIO, "%w", err)
-	}
-	defer conn.Close()
+	var err error
 	for _, safe := range []bool{false, true} {
 		// Read again before the second try: a network chain may have gone
 		// with its network's last other owner.
@@ -58,12 +54,7 @@ func Ensure(ctx context.Context, o fwtypes.Owner, desired []Chain, skels []Skele
 }
 
 // EnsureGuard writes the localnet guard unless it is in place.
-func EnsureGuard() error {
-	conn, err := netfilter.Dial()
-	if err != nil {
-		return types.Errorf(types.ErrIO, "%w", err)
-	}
-	defer conn.Close()
+func EnsureGuard(conn *netfilter.Conn) error {
 	batch := &netfilter.Batch{}
 	if err := EnsureSkeletons(conn, batch, []Skeleton{LocalnetGuard()}); err != nil {
 		return err
@@ -76,21 +67,17 @@ func EnsureGuard() error {
 
 // ensureScript is Ensure through nft -f -, for rules with user conditions
 // or spoof checks, whose kernel form only nft builds.
-func ensureScript(ctx context.Context, o fwtypes.Owner, desired []Chain, skels []Skeleton) error {
-	err := ensureScriptOnce(ctx, o, desired, skels)
+func ensureScript(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner, desired []Chain, skels []Skeleton) error {
+	err := ensureScriptOnce(ctx, conn, o, desired, skels)
 	if err != nil && !errors.Is(err, fwtypes.ErrConflict) {
 		// A network chain may have gone with its network's last other
 		// owner between our read and our write: read and write again.
-		err = ensureScriptOnce(ctx, o, desired, skels)
+		err = ensureScriptOnce(ctx, conn, o, desired, skels)
 	}
 	return err
 }
 
-func ensureScriptOnce(ctx context.Context, o fwtypes.Owner, desired []Chain, skels []Skeleton) error {
-	conn, err := netfilter.Dial()
-	if err != nil {
-		return types.Errorf(types.ErrIO, "%w", err)
-	}
+func ensureScriptOnce(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner, desired []Chain, skels []Skeleton) error {
 	existing, err := ReadChains(conn, readList(o, desired))
 	intact := map[Table]bool{} // non-nil: identical chains keep their rules
 	for _, s := range skels {
@@ -98,7 +85,6 @@ func ensureScriptOnce(ctx context.Context, o fwtypes.Owner, desired []Chain, ske
 			intact[s.Table], err = SkeletonIntact(conn, s)
 		}
 	}
-	conn.Close()
 	if err != nil {
 		return err
 	}
@@ -207,13 +193,9 @@ func removeOwner(conn *netfilter.Conn, o fwtypes.Owner, extra *netfilter.Batch, 
 	return errors.Join(errs...)
 }
 
-// Check compares the chains in the kernel with the desired ones.
-func Check(o fwtypes.Owner, desired []Chain) error {
-	conn, err := netfilter.Dial()
-	if err != nil {
-		return types.Errorf(types.ErrIO, "%w", err)
-	}
-	defer conn.Close()
+// Check compares the chains in the kernel, read on conn, with the desired
+// ones.
+func Check(conn *netfilter.Conn, o fwtypes.Owner, desired []Chain) error {
 	existing, err := ReadChains(conn, refs(desired))
 	if err != nil {
 		return err

@@ -10,7 +10,6 @@
 package spoofcheck
 
 import (
-	"context"
 	"sort"
 	"strings"
 
@@ -63,22 +62,4 @@ func set(items []string) string {
 	sorted := append([]string{}, items...)
 	sort.Strings(sorted)
 	return "{ " + strings.Join(sorted, ", ") + " }"
-}
-
-// Script returns the nft script writing the owner's spoof check on a node
-// with none yet: what Ensure runs there (and golden files hold).
-func Script(o fwtypes.Owner, sc *fwtypes.SpoofCheck) string {
-	return nftchain.Script([]nftchain.Chain{Chain(o, sc)}, nil, []nftchain.Skeleton{Skeleton()}, nil)
-}
-
-// Ensure writes the owner's spoof check in one `nft -f` transaction,
-// leaving it alone when it is in place.
-func Ensure(ctx context.Context, o fwtypes.Owner, sc *fwtypes.SpoofCheck) error {
-	return nftchain.Ensure(ctx, o, []nftchain.Chain{Chain(o, sc)}, []nftchain.Skeleton{Skeleton()})
-}
-
-// Check returns fwtypes.ErrMissing when a rule of the spoof check is not in
-// place.
-func Check(o fwtypes.Owner, sc *fwtypes.SpoofCheck) error {
-	return nftchain.Check(o, []nftchain.Chain{Chain(o, sc)})
 }

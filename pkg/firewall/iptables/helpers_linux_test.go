@@ -1,0 +1,10 @@
+package iptables
+
+// withWriter returns the backend of this node writing with w: tests
+// construct the writer they mean (newLegacy("-legacy") for a legacy node,
+// &nft{} for netlink without an iptables-restore to fall back on).
+func withWriter(w writer) *Backend {
+	b := New()
+	b.w = w
+	return b
+}

@@ -1,0 +1,97 @@
+package natchain
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"cnisuite/pkg/firewall/fwtypes"
+)
+
+// Line returns an iptables-restore line: the action ("-A <chain>", "-D
+// <chain>", "-I <chain> 1") and the rule.
+func Line(action string, r Rule) string { return action + " " + r.String() }
+
+// EnsurePayload renders the iptables-restore --noflush payload turning the
+// existing owner chains (name → the sources of their rules, see Sources)
+// into the desired ones. Declaring a chain flushes it, so rewriting it is
+// one line; jumps are added or deleted by difference.
+func EnsurePayload(o fwtypes.Owner, desired []Chain, existing map[string][]string) string {
+	lines := []string{"*nat"}
+	want := map[string]bool{}
+	for _, c := range desired {
+		want[c.Name] = true
+		lines = append(lines, ":"+c.Name+" - [0:0]")
+	}
+	for _, name := range slices.Sorted(maps.Keys(existing)) {
+		if !want[name] {
+			lines = append(lines, deleteChain(o, name, existing[name])...)
+		}
+	}
+	for _, c := range desired {
+		for _, r := range c.Rules {
+			lines = append(lines, Line("-A "+c.Name, r))
+		}
+		old, had := existing[c.Name]
+		have := map[string]bool{}
+		if had {
+			for _, j := range Jumps(o, c.Name, old) {
+				have[j.key()] = true
+			}
+		}
+		wanted := map[string]bool{}
+		for _, j := range ChainJumps(o, c) {
+			wanted[j.key()] = true
+			if !have[j.key()] {
+				lines = append(lines, Line("-A "+j.Parent, j.Rule))
+			}
+		}
+		for _, j := range Jumps(o, c.Name, old) {
+			if had && !wanted[j.key()] {
+				lines = append(lines, Line("-D "+j.Parent, j.Rule))
+			}
+		}
+	}
+	return strings.Join(append(lines, "COMMIT"), "\n") + "\n"
+}
+
+func (j Jump) key() string { return j.Parent + " " + j.Rule.String() }
+
+// RemovePayload deletes the existing owner chains (name → sources) and
+// their jumps; empty when nothing exists.
+func RemovePayload(o fwtypes.Owner, existing map[string][]string) string {
+	if len(existing) == 0 {
+		return ""
+	}
+	lines := []string{"*nat"}
+	for _, name := range slices.Sorted(maps.Keys(existing)) {
+		lines = append(lines, deleteChain(o, name, existing[name])...)
+	}
+	return strings.Join(append(lines, "COMMIT"), "\n") + "\n"
+}
+
+func deleteChain(o fwtypes.Owner, chain string, sources []string) []string {
+	var lines []string
+	for _, j := range Jumps(o, chain, sources) {
+		lines = append(lines, Line("-D "+j.Parent, j.Rule))
+	}
+	return append(lines, "-F "+chain, "-X "+chain)
+}
+
+// Payloads returns the iptables-restore payloads Ensure writes for an owner
+// with no rules yet, each after a line naming its command: the text golden
+// files hold.
+func Payloads(o fwtypes.Owner, r fwtypes.Rules) string {
+	var b strings.Builder
+	for _, v4 := range []bool{true, false} {
+		cmd := "ip6tables-restore"
+		if v4 {
+			cmd = "iptables-restore"
+		}
+		if d := Desired(o, r, v4); len(d) > 0 {
+			fmt.Fprintf(&b, "# %s\n%s", cmd, EnsurePayload(o, d, nil))
+		}
+	}
+	return b.String()
+}

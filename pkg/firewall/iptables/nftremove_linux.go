@@ -1,0 +1,154 @@
+package iptables
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+
+	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/iptables/natchain"
+	"cnisuite/pkg/netfilter"
+	"cnisuite/pkg/types"
+)
+
+// remove deletes the owner's chains in both families, every jump to them
+// by handle, in one netlink transaction with what more adds (the owner's
+// nftables chains, the reference plugins' rules). The jumps come from the
+// owner's record when it tells the truth (jumps_linux.go); if the kernel
+// refuses the transaction (a jump the record did not know keeps a chain
+// in use), it reads them from a dump of the built-in chains and tries
+// once more.
+func (n *nft) remove(_ context.Context, c *call, o fwtypes.Owner, more func(*netfilter.Batch) error) error {
+	defer func() {
+		for _, f := range families {
+			forgetJumps(f, o)
+		}
+	}()
+	conn, err := c.socket()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, recorded := range []bool{true, false} {
+		batch := &netfilter.Batch{}
+		err := removeBatch(conn, o, batch, recorded)
+		if err == nil {
+			if err = more(batch); err == nil {
+				return nil
+			}
+		}
+		errs = append(errs, err)
+	}
+	return types.Errorf(types.ErrIO, "%s: %w", o, errors.Join(errs...))
+}
+
+// removeBatch adds to batch the deletion of the owner's chains that exist,
+// in both families: the jumps, then the chains.
+func removeBatch(conn *netfilter.Conn, o fwtypes.Owner, batch *netfilter.Batch, recorded bool) error {
+	for _, f := range families {
+		present := map[string]bool{}
+		for _, name := range natchain.OwnerChains(o) {
+			ok, err := conn.ChainExists(f.proto(), "nat", name)
+			if err != nil {
+				return err
+			}
+			present[name] = ok
+		}
+		maps.DeleteFunc(present, func(_ string, ok bool) bool { return !ok })
+		if len(present) == 0 {
+			continue
+		}
+		jumps, known, err := []jump(nil), false, error(nil)
+		if recorded {
+			if jumps, known, err = knownJumps(conn, f, o, present); err != nil {
+				return err
+			}
+		}
+		if !known {
+			if jumps, err = dumpedJumps(conn, f, present); err != nil {
+				return err
+			}
+		}
+		for _, j := range jumps {
+			batch.DelRule(f.table(), j.parent, j.handle)
+		}
+		names := slices.Sorted(maps.Keys(present))
+		for _, name := range names {
+			batch.FlushChain(f.table(), name)
+		}
+		for _, name := range names {
+			batch.DelChain(f.table(), name)
+		}
+	}
+	return nil
+}
+
+// dumpedJumps finds the jumps into the present chains in a dump of the
+// built-in chains.
+func dumpedJumps(conn *netfilter.Conn, f family, present map[string]bool) ([]jump, error) {
+	parents, err := dumpParents(conn, f, slices.Sorted(maps.Keys(present)))
+	if err != nil {
+		return nil, err
+	}
+	var out []jump
+	for _, p := range natchain.Parents {
+		for _, r := range parents[p] {
+			if present[r.Jump] {
+				out = append(out, jump{parent: p, handle: r.Handle})
+			}
+		}
+	}
+	return out, nil
+}
+
+// check compares the owner's chains with the wanted ones, over netlink.
+// The jumps into a chain are counted by its use count (its rules plus
+// what leads to it; only our jumps do), so nothing that grows with the
+// number of attachments is read.
+func (n *nft) check(_ context.Context, c *call, o fwtypes.Owner, f family, want []natchain.Chain) error {
+	conn, err := c.socket()
+	if err != nil {
+		return err
+	}
+	for _, ch := range want {
+		ok, use, err := conn.ChainUse(f.proto(), "nat", ch.Name)
+		if err != nil {
+			return types.Errorf(types.ErrIO, "%w", err)
+		}
+		if !ok {
+			return types.Errorf(fwtypes.ErrMissing, "%s chain %s is missing", f, ch.Name)
+		}
+		rules, err := conn.Rules(f.proto(), "nat", ch.Name)
+		if err != nil {
+			return types.Errorf(types.ErrIO, "%w", err)
+		}
+		have := map[string]int{}
+		for _, r := range rules {
+			have[r.Comment]++
+		}
+		if err := missingRule(f.String(), ch, have); err != nil {
+			return err
+		}
+		refs := int(use) - len(rules)
+		if jumps := natchain.ChainJumps(o, ch); refs < len(jumps) {
+			return types.Errorf(fwtypes.ErrMissing, "%s: %d of the %d jumps into chain %s are missing (%q in %s)",
+				f, len(jumps)-refs, len(jumps), ch.Name, jumps[0].Rule.String(), jumps[0].Parent)
+		}
+	}
+	return nil
+}
+
+func (n *nft) gc(ctx context.Context, f family, prefixes []string, kept map[string]bool) error {
+	if n.restore == nil {
+		return errNoFallback
+	}
+	return n.restore.gc(ctx, f, prefixes, kept)
+}
+
+func (n *nft) listed(ctx context.Context, f family, chain string) ([]string, error) {
+	if n.restore == nil {
+		return nil, errNoFallback
+	}
+	return n.restore.listed(ctx, f, chain)
+}
