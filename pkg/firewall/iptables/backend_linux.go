@@ -36,8 +36,8 @@ type writer interface {
 	check(ctx context.Context, c *call, o fwtypes.Owner, f family, want []natchain.Chain) error
 	// gc deletes the chains with one of prefixes that kept lacks.
 	gc(ctx context.Context, f family, prefixes []string, kept map[string]bool) error
-	// listed returns a chain's rules as iptables -S prints them.
-	listed(ctx context.Context, f family, chain string) ([]string, error)
+	// mapped returns the host ports the owner's DNAT chain forwards.
+	mapped(ctx context.Context, c *call, o fwtypes.Owner, f family) ([]fwtypes.PortMapping, error)
 }
 
 // New returns the iptables backend of this node: over netlink when

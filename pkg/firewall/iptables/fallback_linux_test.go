@@ -2,6 +2,7 @@ package iptables
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os/exec"
@@ -17,9 +18,10 @@ import (
 	"cnisuite/test/sandbox"
 )
 
-// TestEnsureFallsBackToRestore: user conditions, and a namespace without
-// table nat, are written with iptables-restore; once it made the table,
-// the next call goes over netlink.
+// TestEnsureFallsBackToRestore: user conditions are written with
+// iptables-restore, the family without them over netlink; a namespace
+// without table nat gets it over netlink (TestNetlinkMakesTableNAT shows
+// it is what iptables-restore makes).
 func TestEnsureFallsBackToRestore(t *testing.T) {
 	sandbox.Require(t)
 	ctx := context.Background()
@@ -49,8 +51,8 @@ func TestEnsureFallsBackToRestore(t *testing.T) {
 			if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
 				t.Fatalf("Ensure: %v", err)
 			}
-			if _, ok := loadJumps(family{v4: true}, fwtest.PortOwner); ok {
-				t.Error("Ensure without table nat wrote over netlink, want iptables-restore")
+			if _, ok := loadJumps(family{v4: true}, fwtest.PortOwner); !ok {
+				t.Error("Ensure without table nat did not write over netlink")
 			}
 			other := fwtest.PortOwner
 			other.ContainerID = "ctr2"
@@ -58,7 +60,7 @@ func TestEnsureFallsBackToRestore(t *testing.T) {
 				t.Fatalf("Ensure of a second owner: %v", err)
 			}
 			if _, ok := loadJumps(family{v4: true}, other); !ok {
-				t.Error("Ensure after table nat exists did not write over netlink")
+				t.Error("Ensure of a second owner did not write over netlink")
 			}
 			for _, o := range []fwtypes.Owner{fwtest.PortOwner, other} {
 				if err := b.Check(ctx, o, r); err != nil {
@@ -218,4 +220,38 @@ func exchange(t *testing.T, addr, via string) string {
 	s.SetReadDeadline(time.Now().Add(2 * time.Second))
 	got, _ := io.ReadAll(s)
 	return string(got)
+}
+
+// TestMappedOverNetlink: the host ports read back over netlink are those
+// `iptables -S` shows, for each shape of DNAT rule: tcp, udp and sctp, a
+// host address as -d and, beside user conditions, as an iprange match.
+func TestMappedOverNetlink(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	for name, conds := range map[string][]string{"plain": nil, "conditions": {"!", "-d", "10.96.0.0/12"}} {
+		t.Run(name, func(t *testing.T) {
+			fwtest.InNS(t, func() {
+				r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) {
+					p.ConditionsV4 = conds
+					p.Mappings = append(p.Mappings,
+						fwtypes.PortMapping{HostPort: 9090, ContainerPort: 90, Protocol: "sctp"},
+						fwtypes.PortMapping{HostPort: 8081, ContainerPort: 81, Protocol: "tcp", HostIP: net.ParseIP("192.0.2.10")},
+						fwtypes.PortMapping{HostPort: 8082, ContainerPort: 82, Protocol: "udp", HostIP: net.ParseIP("2001:db8::10")})
+				})
+				if err := New().Ensure(ctx, fwtest.PortOwner, r); err != nil {
+					t.Fatalf("Ensure: %v", err)
+				}
+				text := fmt.Sprint(withWriter(newLegacy("")).Mapped(ctx, fwtest.PortOwner))
+				nl := fmt.Sprint(withWriter(&nft{}).Mapped(ctx, fwtest.PortOwner))
+				if nl != text {
+					t.Errorf("Mapped over netlink = %s\nwant (iptables -S) %s", nl, text)
+				}
+				for _, want := range []string{"{9090 0 sctp <nil>}", "{8081 0 tcp 192.0.2.10}", "{8082 0 udp 2001:db8::10}"} {
+					if !strings.Contains(nl, want) {
+						t.Errorf("Mapped = %s, want %s among them", nl, want)
+					}
+				}
+			})
+		})
+	}
 }

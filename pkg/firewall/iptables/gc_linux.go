@@ -103,35 +103,41 @@ var (
 	})
 )
 
-// Mapped returns the host ports of the owner's DNAT chains, parsed from
-// `iptables -t nat -S <chain>` of each family.
+// Mapped returns the host ports the owner's DNAT chains forward, read back
+// from their rules in each family.
 func (b *Backend) Mapped(ctx context.Context, o fwtypes.Owner) ([]fwtypes.PortMapping, error) {
+	c := &call{}
+	defer c.close()
 	var out []fwtypes.PortMapping
 	for _, f := range families {
-		rules, err := b.w.listed(ctx, f, natchain.ChainName(natchain.PrefixDNAT, o))
+		ms, err := b.w.mapped(ctx, c, o, f)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range rules {
-			m := dnatRE().FindStringSubmatch(r)
-			if m == nil {
-				continue
-			}
-			port, _ := strconv.Atoi(m[2])
-			out = append(out, fwtypes.PortMapping{HostPort: port, Protocol: m[1], HostIP: mappedHost(r)})
-		}
+		out = append(out, ms...)
 	}
 	return out, nil
 }
 
-// listed returns the rules of a chain as iptables -S prints them; none
-// when it does not exist.
-func (l *legacy) listed(ctx context.Context, f family, chain string) ([]string, error) {
-	rules, err := l.tools(f).list(ctx, chain)
+// mapped parses the owner's DNAT rules from `iptables -t nat -S <chain>`.
+func (l *legacy) mapped(ctx context.Context, _ *call, o fwtypes.Owner, f family) ([]fwtypes.PortMapping, error) {
+	rules, err := l.tools(f).list(ctx, natchain.ChainName(natchain.PrefixDNAT, o))
 	if errors.Is(err, errNoChain) {
 		return nil, nil
 	}
-	return rules, err
+	if err != nil {
+		return nil, err
+	}
+	var out []fwtypes.PortMapping
+	for _, r := range rules {
+		m := dnatRE().FindStringSubmatch(r)
+		if m == nil {
+			continue
+		}
+		port, _ := strconv.Atoi(m[2])
+		out = append(out, fwtypes.PortMapping{HostPort: port, Protocol: m[1], HostIP: mappedHost(r)})
+	}
+	return out, nil
 }
 
 // mappedHost returns the host address a DNAT rule matches (-d, or an

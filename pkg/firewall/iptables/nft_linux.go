@@ -3,9 +3,10 @@ package iptables
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
+
+	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/firewall/fwtypes"
 	"cnisuite/pkg/firewall/iptables/natchain"
@@ -23,16 +24,13 @@ import (
 // -S see what iptables-restore would have written, and deletes by rule
 // handle. No process starts.
 //
-// restore, with the iptables-nft tools, writes what netlink does not: user
-// conditions (free-form iptables arguments), a family whose table nat or
-// built-in chain is missing (iptables-restore creates them as iptables-nft
-// does; later calls then go over netlink), and a write whose transaction
-// failed (a concurrent writer deleted a jump we meant to delete). GC and
-// Mapped read with its tools too. A nil restore writes over netlink only.
+// It makes table nat and the built-in chains the jumps need, when missing,
+// as iptables-nft does. restore, with the iptables-nft tools, writes what
+// netlink does not: user conditions (free-form iptables arguments), and a
+// write whose transaction failed (a concurrent writer deleted a jump we
+// meant to delete). GC reads with its tools too. A nil restore writes over
+// netlink only.
 type nft struct{ restore *legacy }
-
-// errNoBase reports a missing table nat or built-in chain.
-var errNoBase = errors.New("table nat or a built-in chain is missing")
 
 // errNoFallback is returned when netlink cannot write and there is no
 // restore writer to fall back on.
@@ -151,10 +149,10 @@ func (st familyNL) holds(o fwtypes.Owner, want []natchain.Chain) bool {
 // go; each wanted chain is created, or flushed, and filled; jumps are
 // added or deleted by difference. It records the jumps' handles.
 func ensureNL(conn *netfilter.Conn, o fwtypes.Owner, f family, want []natchain.Chain, st familyNL) error {
-	if err := haveParents(conn, f, want); err != nil {
+	batch := &netfilter.Batch{}
+	if err := ensureParents(conn, batch, f, want); err != nil {
 		return err
 	}
-	batch := &netfilter.Batch{}
 	wanted := map[string]bool{}
 	for _, c := range want {
 		wanted[c.Name] = true
@@ -182,21 +180,40 @@ func ensureNL(conn *netfilter.Conn, o fwtypes.Owner, f family, want []natchain.C
 	return nil
 }
 
-// haveParents checks that table nat and the built-in chains the wanted
-// chains' jumps go in exist. Equivalent to: nft list chain ip nat <parent>
-func haveParents(conn *netfilter.Conn, f family, want []natchain.Chain) error {
+// builtins are the hooks of table nat's built-in chains that hold jumps,
+// as iptables-nft makes them: type nat, policy accept, priority dstnat
+// (-100) or srcnat (100).
+var builtins = map[string]netfilter.Hook{
+	"PREROUTING":  {Type: "nat", Num: unix.NF_INET_PRE_ROUTING, Prio: -100},
+	"OUTPUT":      {Type: "nat", Num: unix.NF_INET_LOCAL_OUT, Prio: -100},
+	"POSTROUTING": {Type: "nat", Num: unix.NF_INET_POST_ROUTING, Prio: 100},
+}
+
+// ensureParents adds to batch table nat and the built-in chains the wanted
+// chains' jumps go in, those that do not exist yet, as iptables-restore
+// makes them on an iptables-nft node (only the chains it needs).
+// Equivalent to: nft add table ip nat; nft add chain ip nat POSTROUTING
+// '{ type nat hook postrouting priority srcnat; policy accept; }'
+func ensureParents(conn *netfilter.Conn, batch *netfilter.Batch, f family, want []natchain.Chain) error {
 	var names []string
 	for _, c := range want {
 		names = append(names, c.Name)
 	}
+	table := false
 	for _, p := range natchain.ParentsOf(names) {
 		ok, err := conn.ChainExists(f.proto(), "nat", p)
-		if err != nil {
-			return err
+		if err != nil || ok {
+			if err != nil {
+				return err
+			}
+			continue
 		}
-		if !ok {
-			return fmt.Errorf("%s: %w", p, errNoBase)
+		if !table {
+			batch.AddTable(f.table())
+			table = true
 		}
+		h := builtins[p]
+		batch.AddChain(f.table(), p, &h)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"cnisuite/pkg/firewall/fwtypes"
 	"cnisuite/pkg/firewall/iptables/natchain"
+	"cnisuite/pkg/firewall/iptables/xtnft"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
@@ -146,9 +147,25 @@ func (n *nft) gc(ctx context.Context, f family, prefixes []string, kept map[stri
 	return n.restore.gc(ctx, f, prefixes, kept)
 }
 
-func (n *nft) listed(ctx context.Context, f family, chain string) ([]string, error) {
-	if n.restore == nil {
-		return nil, errNoFallback
+// mapped reads the owner's DNAT rules over netlink (xtnft.DumpedDNAT).
+func (n *nft) mapped(_ context.Context, c *call, o fwtypes.Owner, f family) ([]fwtypes.PortMapping, error) {
+	conn, err := c.socket()
+	if err != nil {
+		return nil, err
 	}
-	return n.restore.listed(ctx, f, chain)
+	name := natchain.ChainName(natchain.PrefixDNAT, o)
+	if ok, err := conn.ChainExists(f.proto(), "nat", name); err != nil || !ok {
+		return nil, err
+	}
+	rules, err := conn.Rules(f.proto(), "nat", name)
+	if err != nil {
+		return nil, types.Errorf(types.ErrIO, "%w", err)
+	}
+	var out []fwtypes.PortMapping
+	for _, r := range rules {
+		if m, ok := xtnft.DumpedDNAT(r.Exprs, f.v4); ok {
+			out = append(out, fwtypes.PortMapping{HostPort: m.Port, Protocol: m.Protocol, HostIP: m.Host})
+		}
+	}
+	return out, nil
 }

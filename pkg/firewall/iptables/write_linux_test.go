@@ -92,9 +92,16 @@ func dumpNAT(t *testing.T, save string) string {
 // this iptables-nft node) or netlink alone (&nft{}, which has no
 // iptables-restore to fall back on).
 func written(t *testing.T, w writer, o fwtypes.Owner, sets ...fwtypes.Rules) (save, dump string) {
+	return writtenIn(t, true, w, o, sets...)
+}
+
+// writtenIn is written in a namespace with table nat (prime) or none.
+func writtenIn(t *testing.T, prime bool, w writer, o fwtypes.Owner, sets ...fwtypes.Rules) (save, dump string) {
 	t.Helper()
 	fwtest.InNS(t, func() {
-		primeNAT(t)
+		if prime {
+			primeNAT(t)
+		}
 		b := withWriter(w)
 		for i, r := range sets {
 			if err := b.Ensure(context.Background(), o, r); err != nil {
@@ -145,6 +152,30 @@ func TestNetlinkWriteMatchesRestore(t *testing.T) {
 			}
 			if !strings.Contains(gotSave, "-j CNIS-") {
 				t.Errorf("no jump to an owner chain in:\n%s", gotSave)
+			}
+		})
+	}
+}
+
+// TestNetlinkMakesTableNAT: in a namespace without table nat, the netlink
+// writer makes it with the built-in chains the jumps need, as
+// iptables-restore does on an iptables-nft node: iptables-save and the
+// kernel's dump read the same (and iptables-save finds the table
+// compatible).
+func TestNetlinkMakesTableNAT(t *testing.T) {
+	sandbox.Require(t)
+	for _, c := range writeCases(t) {
+		if c.Rules.PortMaps != nil && c.Rules.PortMaps.ExternalSetMarkChain != "" {
+			continue // the external chain is the node's, made by primeNAT
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			wantSave, wantDump := writtenIn(t, false, newLegacy(""), c.Owner, c.Rules)
+			gotSave, gotDump := writtenIn(t, false, &nft{}, c.Owner, c.Rules)
+			if gotSave != wantSave || gotDump != wantDump {
+				t.Errorf("after the netlink write into no table nat:\n%s%s\nwant (iptables-restore):\n%s%s", gotSave, gotDump, wantSave, wantDump)
+			}
+			if strings.Contains(gotSave, "incompatible") || !strings.Contains(gotSave, "-j CNIS-") {
+				t.Errorf("iptables-save does not read the jumps:\n%s", gotSave)
 			}
 		})
 	}
