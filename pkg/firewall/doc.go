@@ -52,8 +52,8 @@
 // owner's chains over netlink and deletes those elements and the chains. A
 // key held by another owner makes Ensure fail with ErrConflict. Every call
 // reads and writes over one netfilter netlink socket, and each transaction
-// is one netlink batch; only rules nft alone can build (user conditions,
-// spoof checks) go through `nft -f -`. An ADD, fresh or repeated, deletes
+// is one netlink batch (anonymous sets included, as in the spoof check);
+// only rules with user conditions go through `nft -f -`. An ADD, fresh or repeated, deletes
 // nothing; DEL cannot avoid deleting, so its socket is handed to a helper
 // process that sits out the kernel's wait (pkg/netfilter, pkg/helper).
 // See packages nftables and nftchain.

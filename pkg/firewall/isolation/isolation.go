@@ -22,13 +22,12 @@
 // network's last owner is gone (nftchain.ReleaseNet).
 //
 // The nftables backend writes Chains in its own transaction; the iptables
-// backend calls Ensure and Check. Removal and GC are nftchain's, with every
+// backend in one with the spoof check (iptables.NFTChains). Removal and GC are nftchain's, with every
 // other chain of the owner.
 package isolation
 
 import (
-	"sort"
-	"strings"
+	"slices"
 
 	"github.com/google/nftables/expr"
 
@@ -88,12 +87,10 @@ func isolateChains(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
 	}}}
 	var into *nftchain.Chain
 	if iso.Isolate == fwtypes.IsolateStrict {
-		allowed := allowedSet(iso)
-		// Anonymous sets: only nft builds these rules.
-		from.Rules = append(from.Rules, nftchain.Rule{Text: "oifname != " + allowed + " drop", Elem: fromElem})
-		into = &nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.NetChainName(nftchain.PrefixIsoInto, o), Rules: []nftchain.Rule{{
-			Text: "iifname != " + allowed + " drop", Elem: &nftchain.Elem{Set: "iso_into", Key: br},
-		}}}
+		from.Rules = append(from.Rules, notAllowed(expr.MetaKeyOIFNAME, "oifname", iso, fromElem))
+		into = &nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.NetChainName(nftchain.PrefixIsoInto, o), Rules: []nftchain.Rule{
+			notAllowed(expr.MetaKeyIIFNAME, "iifname", iso, &nftchain.Elem{Set: "iso_into", Key: br}),
+		}}
 	}
 	from.Rules = append(from.Rules, nftchain.Rule{
 		Text: "oifname != " + br + " oifname vmap @iso_to", Elem: fromElem,
@@ -111,18 +108,23 @@ func isolateChains(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
 	return append(shared, hold)
 }
 
-// allowedSet is the bridge and the uplinks, as an nft anonymous set.
-func allowedSet(iso *fwtypes.Isolation) string {
-	names := map[string]bool{iso.Bridge: true}
+// notAllowed drops what goes out of (or comes in through) any interface
+// but the bridge and the uplinks.
+// Equivalent to: oifname != { "<bridge>", "<uplink>", … } drop
+func notAllowed(key expr.MetaKey, word string, iso *fwtypes.Isolation, elem *nftchain.Elem) nftchain.Rule {
+	names := []string{iso.Bridge}
 	for _, u := range iso.Uplinks {
-		names[u] = true
+		if !slices.Contains(names, u) {
+			names = append(names, u)
+		}
 	}
-	var quoted []string
-	for n := range names {
-		quoted = append(quoted, quote(n))
+	set := nftchain.Set{Type: "ifname", Items: names}
+	match, sets := nftchain.InSet(set, true, 0)
+	return nftchain.Rule{
+		Text: word + " != " + set.Text() + " drop", Elem: elem,
+		Exprs: nftchain.Concat([]expr.Any{&expr.Meta{Key: key, Register: nftchain.Reg1}}, match, verdict(expr.VerdictDrop, "")),
+		Sets:  sets,
 	}
-	sort.Strings(quoted)
-	return "{ " + strings.Join(quoted, ", ") + " }"
 }
 
 func quote(name string) string { return `"` + name + `"` }

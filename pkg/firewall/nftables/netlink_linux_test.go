@@ -2,6 +2,7 @@ package nftables
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 
@@ -35,11 +36,21 @@ func TestNetlinkMatchesScript(t *testing.T) {
 		{Name: "portmap_unaligned_prefix", Owner: fwtest.PortOwner, Rules: fwtest.PortRules(t, func(p *fwtypes.PortMaps) {
 			p.ContainerV4, p.ContainerV6 = fwtest.CIDR(t, "10.88.4.2/22"), fwtest.CIDR(t, "fd00:88::2/61")
 		})},
+		{Name: "spoofcheck_adjacent_addresses", Owner: fwtest.BridgeOwner, Rules: fwtypes.Rules{SpoofCheck: &fwtypes.SpoofCheck{
+			HostIface: "veth1234", MAC: net.HardwareAddr{0x0a, 0x58, 0x0a, 0x58, 0x00, 0x02},
+			IPs: []net.IP{net.ParseIP("10.88.0.3"), net.ParseIP("10.88.0.2"), net.ParseIP("fd00:88::3"), net.ParseIP("fd00:88::2"), net.ParseIP("2001:db8::1")},
+		}}},
+		{Name: "spoofcheck_v4_only", Owner: fwtest.BridgeOwner, Rules: fwtypes.Rules{SpoofCheck: &fwtypes.SpoofCheck{
+			HostIface: "veth1234", MAC: net.HardwareAddr{0x0a, 0x58, 0x0a, 0x58, 0x00, 0x02}, IPs: []net.IP{net.ParseIP("10.88.0.2")},
+		}}},
+		{Name: "isolate_strict_no_uplinks", Owner: fwtest.BridgeOwner, Rules: fwtest.IsolationRules(func(i *fwtypes.Isolation) {
+			i.Isolate, i.Uplinks = fwtypes.IsolateStrict, nil
+		})},
 	}...)
 	for _, tc := range cases {
 		desired := Chains(tc.Owner, tc.Rules)
 		if !nftchain.Buildable(desired) {
-			continue // conditions and spoof checks always go through nft -f
+			continue // user conditions always go through nft -f
 		}
 		t.Run(tc.Name, func(t *testing.T) {
 			var viaNetlink, viaScript string

@@ -163,7 +163,7 @@ func addRule(b *netfilter.Batch, t Table, chain string, r Rule, fixed bool) {
 	if fixed {
 		comment = ""
 	}
-	b.AddRule(t, chain, r.Exprs, comment)
+	b.AddRule(t, chain, addSets(b, t, r), comment)
 }
 
 // addElem: add element <t> <set> { <key> : jump <chain> }

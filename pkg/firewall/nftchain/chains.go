@@ -69,6 +69,9 @@ type Rule struct {
 	Text  string
 	Elem  *Elem
 	Exprs []expr.Any // the kernel form of Text; nil when only nft can build it
+	// Sets are the anonymous sets the expressions look up (Lookup(i, …)
+	// stands for Sets[i]), written in the same transaction.
+	Sets []Set
 }
 
 // Elem is a key of a verdict map of the table, written as nft writes it.

@@ -10,8 +10,8 @@ import (
 // the rule texts, built the way nft 1.0 linearizes them (same registers,
 // same trimmed payload loads), so that `nft list ruleset` prints our
 // netlink-written rules exactly like the text the golden files hold. A rule
-// whose text cannot be built (user conditions, spoof checks) has no
-// expressions, and the call that writes it goes through `nft -f -` instead.
+// whose text cannot be built (user conditions) has no expressions, and the
+// call that writes it goes through `nft -f -` instead.
 
 // Registers as nft numbers them: NFT_REG_1 and NFT_REG_2 (16 bytes each)
 // and the 32-bit registers holding the later fields of a concatenation.

@@ -65,8 +65,8 @@ func EnsureGuard(conn *netfilter.Conn) error {
 	return nil
 }
 
-// ensureScript is Ensure through nft -f -, for rules with user conditions
-// or spoof checks, whose kernel form only nft builds.
+// ensureScript is Ensure through nft -f -, for rules with user conditions,
+// whose kernel form only nft builds.
 func ensureScript(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner, desired []Chain, skels []Skeleton) error {
 	err := ensureScriptOnce(ctx, conn, o, desired, skels)
 	if err != nil && !errors.Is(err, fwtypes.ErrConflict) {

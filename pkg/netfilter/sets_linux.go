@@ -1,0 +1,68 @@
+package netfilter
+
+import (
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// SetElem is an element of an anonymous set, its key as the kernel holds
+// it; End marks the first key past an interval of an interval set.
+type SetElem struct {
+	Key []byte
+	End bool
+}
+
+// AnonSetName is the name every anonymous set is created under: the
+// kernel numbers it; rules reach it by the ID AddAnonSet returns.
+const AnonSetName = "__set%d"
+
+// AddAnonSet adds an anonymous, constant set with its elements, as nft
+// does for "{ a, b, c/16 }" in a rule (interval when an element is a
+// range), and returns its ID in the batch, which the rule's lookup names.
+// udata, when not nil, is the set's user data (what nft reads back to
+// print the keys, such as their byte order).
+// Equivalent to: the set nft makes for an inline "{ … }"
+func (b *Batch) AddAnonSet(t Table, keyType, keyLen uint32, interval bool, udata []byte, elems []SetElem) uint32 {
+	b.setID++
+	id := b.setID
+	flags := uint32(unix.NFT_SET_ANONYMOUS | unix.NFT_SET_CONSTANT)
+	if interval {
+		flags |= unix.NFT_SET_INTERVAL
+	}
+	b.push(unix.NFT_MSG_NEWSET, netlink.Create, t, encodeAttrs(func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_SET_TABLE, t.Name)
+		ae.String(unix.NFTA_SET_NAME, AnonSetName)
+		ae.Uint32(unix.NFTA_SET_FLAGS, flags)
+		ae.Uint32(unix.NFTA_SET_KEY_TYPE, keyType)
+		ae.Uint32(unix.NFTA_SET_KEY_LEN, keyLen)
+		ae.Uint32(unix.NFTA_SET_ID, id)
+		ae.Nested(unix.NFTA_SET_DESC, func(d *netlink.AttributeEncoder) error {
+			d.Uint32(unix.NFTA_SET_DESC_SIZE, uint32(len(elems)))
+			return nil
+		})
+		if udata != nil {
+			ae.Bytes(unix.NFTA_SET_USERDATA, udata)
+		}
+	}))
+	b.push(unix.NFT_MSG_NEWSETELEM, netlink.Create, t, encodeAttrs(func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_SET_ELEM_LIST_TABLE, t.Name)
+		ae.String(unix.NFTA_SET_ELEM_LIST_SET, AnonSetName)
+		ae.Uint32(unix.NFTA_SET_ELEM_LIST_SET_ID, id)
+		ae.Nested(unix.NFTA_SET_ELEM_LIST_ELEMENTS, func(list *netlink.AttributeEncoder) error {
+			for _, el := range elems {
+				list.Nested(unix.NFTA_LIST_ELEM, func(e *netlink.AttributeEncoder) error {
+					if el.End {
+						e.Uint32(unix.NFTA_SET_ELEM_FLAGS, unix.NFT_SET_ELEM_INTERVAL_END)
+					}
+					e.Nested(unix.NFTA_SET_ELEM_KEY, func(k *netlink.AttributeEncoder) error {
+						k.Bytes(unix.NFTA_DATA_VALUE, el.Key)
+						return nil
+					})
+					return nil
+				})
+			}
+			return nil
+		})
+	}))
+	return id
+}
