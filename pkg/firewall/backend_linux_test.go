@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"cnisuite/pkg/firewall/internal/fwtest"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/test/fwtest"
 	"cnisuite/test/sandbox"
 )
 

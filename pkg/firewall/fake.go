@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"cnisuite/pkg/firewall/fwtypes"
 	"cnisuite/pkg/firewall/iptables"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/firewall/nftables"
@@ -22,6 +23,11 @@ type Fake struct {
 	Kind string
 	// Err, when set, is returned by every call.
 	Err error
+	// Conflicts makes Ensure fail with ErrConflict, as the nftables
+	// backend does, when another owner holds a host port (protocol, port
+	// and host address, per family) or a masqueraded address the rules
+	// need. The iptables kind never conflicts: iptables allows duplicates.
+	Conflicts bool
 
 	mu    sync.Mutex
 	state map[Owner]Rules
@@ -43,8 +49,42 @@ func (f *Fake) Ensure(_ context.Context, o Owner, r Rules) error {
 	if err := f.record("ensure %s", o); err != nil {
 		return err
 	}
+	if f.Conflicts && f.Kind != KindIPTables {
+		want := heldKeys(r)
+		for other, rules := range f.state {
+			for k := range heldKeys(rules) {
+				if other != o && want[k] {
+					return types.Errorf(ErrConflict, "%s: %s is held by %s", o, k, other)
+				}
+			}
+		}
+	}
 	f.state[o] = r
 	return nil
+}
+
+// heldKeys are what an owner's rules hold exclusively with nftables: the
+// keys of its map elements for host ports and masqueraded addresses.
+func heldKeys(r Rules) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range r.Masq {
+		out["masqueraded address "+m.Addr.IP.String()] = true
+	}
+	if pm := r.PortMaps; pm != nil {
+		for _, v4 := range []bool{true, false} {
+			if v4 && pm.ContainerV4 == nil || !v4 && pm.ContainerV6 == nil {
+				continue
+			}
+			for _, m := range fwtypes.ForFamily(pm.Mappings, v4) {
+				host := "*"
+				if h := m.SpecificHost(); h != nil {
+					host = h.String()
+				}
+				out[fmt.Sprintf("host port %s:%d/%s (IPv4 %v)", host, m.HostPort, m.Protocol, v4)] = true
+			}
+		}
+	}
+	return out
 }
 
 // Remove forgets the owner.

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/internal/fwtest"
 	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/test/fwtest"
 )
 
 // isoOwner is container id of network isonet with strict isolation and icc

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"cnisuite/pkg/firewall/internal/fwtest"
+	"cnisuite/test/fwtest"
 )
 
 // TestLongContainerID: container IDs of 1,000 and 5,000 bytes (the

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"cnisuite/pkg/firewall/internal/fwtest"
+	"cnisuite/test/fwtest"
 	"cnisuite/test/golden"
 )
 

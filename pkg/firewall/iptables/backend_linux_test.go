@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/internal/fwtest"
 	"cnisuite/pkg/firewall/iptables/natchain"
+	"cnisuite/test/fwtest"
 	"cnisuite/test/golden"
 	"cnisuite/test/sandbox"
 )

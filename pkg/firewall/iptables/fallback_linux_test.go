@@ -13,8 +13,8 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/internal/fwtest"
 	"cnisuite/pkg/firewall/iptables/natchain"
+	"cnisuite/test/fwtest"
 	"cnisuite/test/sandbox"
 )
 

@@ -9,9 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/internal/fwtest"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/netfilter"
+	"cnisuite/test/fwtest"
 	"cnisuite/test/sandbox"
 )
 

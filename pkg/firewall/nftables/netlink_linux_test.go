@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/internal/fwtest"
 	"cnisuite/pkg/firewall/nftchain"
 	"cnisuite/pkg/netfilter"
+	"cnisuite/test/fwtest"
 	"cnisuite/test/sandbox"
 )
 

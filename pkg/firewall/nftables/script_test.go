@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/internal/fwtest"
 	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/test/fwtest"
 	"cnisuite/test/golden"
 )
 

@@ -3,6 +3,8 @@ package reference
 import (
 	"crypto/sha512"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"strings"
 
 	"cnisuite/pkg/firewall/fwtypes"
@@ -29,11 +31,7 @@ type table = netfilter.Table
 // other rule of the parent chain (iptables -D would compare them all).
 func Delete(conn *netfilter.Conn, o fwtypes.Owner, batch *netfilter.Batch) error {
 	var errs []error
-	collect := func(err error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
+	collect := func(err error) { errs = append(errs, err) }
 	switch o.Plugin {
 	case fwtypes.PluginPortmap:
 		for _, fam := range []string{"ip", "ip6"} {
@@ -54,8 +52,8 @@ func Delete(conn *netfilter.Conn, o fwtypes.Owner, batch *netfilter.Batch) error
 			collect(refChain(conn, batch, table{Family: fam, Name: "nat"}, MasqChain(o), "POSTROUTING"))
 		}
 	}
-	if len(errs) > 0 {
-		return types.Errorf(types.ErrIO, "%s: reading the reference plugins' rules: %v", o, errs)
+	if err := errors.Join(errs...); err != nil {
+		return types.Errorf(types.ErrIO, "%s: reading the reference plugins' rules: %w", o, err)
 	}
 	return nil
 }
@@ -64,7 +62,7 @@ func Delete(conn *netfilter.Conn, o fwtypes.Owner, batch *netfilter.Batch) error
 func refDeleteRules(conn *netfilter.Conn, batch *netfilter.Batch, t table, chain string, match func(netfilter.Rule) bool) error {
 	rules, err := conn.Rules(t.Proto(), t.Name, chain)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s %s: %w", t, chain, err)
 	}
 	for _, r := range rules {
 		if match(r) {
@@ -91,17 +89,19 @@ func refSpoofCheck(conn *netfilter.Conn, batch *netfilter.Batch, o fwtypes.Owner
 		return err
 	}
 	// The iface chain jumps to the mac chain: it goes first.
+	var present []string
 	for _, c := range []string{chain, chain + "-mac"} {
-		if ok, err := conn.ChainExists(t.Proto(), t.Name, c); err != nil {
-			return err
-		} else if ok {
+		ok, err := conn.ChainExists(t.Proto(), t.Name, c)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", t, c, err)
+		}
+		if ok {
+			present = append(present, c)
 			batch.FlushChain(t, c)
 		}
 	}
-	for _, c := range []string{chain, chain + "-mac"} {
-		if ok, _ := conn.ChainExists(t.Proto(), t.Name, c); ok {
-			batch.DelChain(t, c)
-		}
+	for _, c := range present {
+		batch.DelChain(t, c)
 	}
 	return nil
 }

@@ -2,16 +2,21 @@ package reference_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/internal/fwtest"
 	"cnisuite/pkg/firewall/nftchain"
 	"cnisuite/pkg/firewall/reference"
+	"cnisuite/pkg/netfilter"
+	"cnisuite/pkg/types"
+	"cnisuite/test/fwtest"
 	"cnisuite/test/sandbox"
 )
 
@@ -183,4 +188,21 @@ func refListing(t *testing.T, tc refState) string {
 		t.Fatalf("iptables -S: %v: %s", err, out)
 	}
 	return string(out)
+}
+
+// TestDeleteKeepsTheCause: when reading the reference's rules fails, Delete
+// says so with every cause wrapped (it printed them with %v, so no caller
+// could tell a closed socket from a missing permission).
+func TestDeleteKeepsTheCause(t *testing.T) {
+	conn, err := netfilter.Dial()
+	if err != nil {
+		t.Skipf("no netfilter socket here: %v", err)
+	}
+	conn.Close()
+	for _, o := range []fwtypes.Owner{fwtest.PortOwner, fwtest.BridgeOwner} {
+		err := reference.Delete(conn, o, &netfilter.Batch{})
+		if !errors.Is(err, unix.EBADF) || types.Code(err) != types.CodeIO {
+			t.Errorf("Delete(%s) on a closed socket = %v (code %d), want EBADF wrapped, code %d", o.Plugin, err, types.Code(err), types.CodeIO)
+		}
+	}
 }
