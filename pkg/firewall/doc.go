@@ -25,6 +25,8 @@
 //	firewall/reference   the reference plugins' rules, removed by both backends
 //	firewall/nftchain    our nftables tables, maps and owner chains, rendered
 //	                     as an nft script or one netlink batch
+//	firewall/nftrule     one nftables rule as typed parts: its nft text and
+//	                     its kernel expressions derive from them
 //	firewall/fwtypes     Owner, Rules, Backend, ErrMissing, ErrConflict
 //	netfilter            the nfnetlink socket, batches, rule decoding, the
 //	                     post-delete wait

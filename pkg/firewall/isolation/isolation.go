@@ -33,6 +33,7 @@ import (
 
 	"cnisuite/pkg/firewall/fwtypes"
 	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/nftrule"
 )
 
 // Chains returns the owner chains and the network chains iso needs.
@@ -51,13 +52,13 @@ func Chains(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
 // owner with icc off, and packets routed from the bridge to its addresses.
 func iccChains(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
 	port := quote(iso.HostIface)
-	from := nftchain.Chain{Table: nftchain.IsoBridge, Name: nftchain.ChainName(nftchain.PrefixICCFrom, o), Rules: []nftchain.Rule{{
-		Text: "oifname vmap @icc_to", Elem: &nftchain.Elem{Set: "icc_from", Key: port},
-		Exprs: nftchain.Vmap("icc_to", &expr.Meta{Key: expr.MetaKeyOIFNAME, Register: nftchain.Reg1}),
-	}}}
-	to := nftchain.Chain{Table: nftchain.IsoBridge, Name: nftchain.ChainName(nftchain.PrefixICCTo, o), Rules: []nftchain.Rule{{
-		Text: "drop", Elem: &nftchain.Elem{Set: "icc_to", Key: port}, Exprs: verdict(expr.VerdictDrop, ""),
-	}}}
+	oif := &expr.Meta{Key: expr.MetaKeyOIFNAME, Register: nftrule.Reg1}
+	from := nftchain.Chain{Table: nftchain.IsoBridge, Name: nftchain.ChainName(nftchain.PrefixICCFrom, o), Rules: []nftchain.Rule{
+		nftchain.Build(&nftchain.Elem{Set: "icc_from", Key: port}, nftrule.VmapOf("oifname", "icc_to", oif)),
+	}}
+	to := nftchain.Chain{Table: nftchain.IsoBridge, Name: nftchain.ChainName(nftchain.PrefixICCTo, o), Rules: []nftchain.Rule{
+		nftchain.Build(&nftchain.Elem{Set: "icc_to", Key: port}, nftrule.Drop),
+	}}
 	out := []nftchain.Chain{from, to}
 	routed := nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.ChainName(nftchain.PrefixICCIP, o)}
 	for _, ip := range iso.IPs {
@@ -65,10 +66,8 @@ func iccChains(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
 		if fwtypes.IsV4(ip) {
 			set = "icc_addrs4"
 		}
-		routed.Rules = append(routed.Rules, nftchain.Rule{
-			Text: "iifname " + quote(iso.Bridge) + " drop", Elem: &nftchain.Elem{Set: set, Key: ip.String()},
-			Exprs: nftchain.Concat(ifname(expr.MetaKeyIIFNAME, expr.CmpOpEq, iso.Bridge), verdict(expr.VerdictDrop, "")),
-		})
+		routed.Rules = append(routed.Rules, nftchain.Build(&nftchain.Elem{Set: set, Key: ip.String()},
+			nftrule.IfName(true, iso.Bridge, false), nftrule.Drop))
 	}
 	if len(routed.Rules) > 0 {
 		out = append(out, routed)
@@ -82,65 +81,45 @@ func isolateChains(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
 	br := quote(iso.Bridge)
 	fromElem := &nftchain.Elem{Set: "iso_from", Key: br}
 	from := nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.NetChainName(nftchain.PrefixIsoFrom, o)}
-	to := nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.NetChainName(nftchain.PrefixIsoTo, o), Rules: []nftchain.Rule{{
-		Text: "drop", Elem: &nftchain.Elem{Set: "iso_to", Key: br}, Exprs: verdict(expr.VerdictDrop, ""),
-	}}}
+	to := nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.NetChainName(nftchain.PrefixIsoTo, o), Rules: []nftchain.Rule{
+		nftchain.Build(&nftchain.Elem{Set: "iso_to", Key: br}, nftrule.Drop),
+	}}
 	var into *nftchain.Chain
 	if iso.Isolate == fwtypes.IsolateStrict {
-		from.Rules = append(from.Rules, notAllowed(expr.MetaKeyOIFNAME, "oifname", iso, fromElem))
+		from.Rules = append(from.Rules, notAllowed(false, iso, fromElem))
 		into = &nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.NetChainName(nftchain.PrefixIsoInto, o), Rules: []nftchain.Rule{
-			notAllowed(expr.MetaKeyIIFNAME, "iifname", iso, &nftchain.Elem{Set: "iso_into", Key: br}),
+			notAllowed(true, iso, &nftchain.Elem{Set: "iso_into", Key: br}),
 		}}
 	}
-	from.Rules = append(from.Rules, nftchain.Rule{
-		Text: "oifname != " + br + " oifname vmap @iso_to", Elem: fromElem,
-		Exprs: append(ifname(expr.MetaKeyOIFNAME, expr.CmpOpNeq, iso.Bridge),
-			nftchain.Vmap("iso_to", &expr.Meta{Key: expr.MetaKeyOIFNAME, Register: nftchain.Reg1})...),
-	})
+	from.Rules = append(from.Rules, nftchain.Build(fromElem, nftrule.IfName(false, iso.Bridge, true),
+		nftrule.VmapOf("oifname", "iso_to", &expr.Meta{Key: expr.MetaKeyOIFNAME, Register: nftrule.Reg1})))
 	shared := []nftchain.Chain{from, to}
 	if into != nil {
 		shared = append(shared, *into)
 	}
 	hold := nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.ChainName(nftchain.PrefixIsoHold, o)}
 	for _, c := range shared {
-		hold.Rules = append(hold.Rules, nftchain.Rule{Text: "jump " + c.Name, Exprs: verdict(expr.VerdictJump, c.Name)})
+		hold.Rules = append(hold.Rules, nftchain.Build(nil, nftrule.Jump(c.Name)))
 	}
 	return append(shared, hold)
 }
 
-// notAllowed drops what goes out of (or comes in through) any interface
-// but the bridge and the uplinks.
+// notAllowed drops what comes in through (iif) or goes out of any
+// interface but the bridge and the uplinks.
 // Equivalent to: oifname != { "<bridge>", "<uplink>", … } drop
-func notAllowed(key expr.MetaKey, word string, iso *fwtypes.Isolation, elem *nftchain.Elem) nftchain.Rule {
+func notAllowed(iif bool, iso *fwtypes.Isolation, elem *nftchain.Elem) nftchain.Rule {
 	names := []string{iso.Bridge}
 	for _, u := range iso.Uplinks {
 		if !slices.Contains(names, u) {
 			names = append(names, u)
 		}
 	}
-	set := nftchain.Set{Type: "ifname", Items: names}
-	match, sets := nftchain.InSet(set, true, 0)
-	return nftchain.Rule{
-		Text: word + " != " + set.Text() + " drop", Elem: elem,
-		Exprs: nftchain.Concat([]expr.Any{&expr.Meta{Key: key, Register: nftchain.Reg1}}, match, verdict(expr.VerdictDrop, "")),
-		Sets:  sets,
+	word, key := "oifname", expr.MetaKeyOIFNAME
+	if iif {
+		word, key = "iifname", expr.MetaKeyIIFNAME
 	}
+	return nftchain.Build(elem, nftrule.NotIn(word, nftrule.Set{Type: "ifname", Items: names},
+		&expr.Meta{Key: key, Register: nftrule.Reg1}), nftrule.Drop)
 }
 
 func quote(name string) string { return `"` + name + `"` }
-
-// ifname: iifname/oifname <op> "<name>", as nft linearizes it.
-func ifname(key expr.MetaKey, op expr.CmpOp, name string) []expr.Any {
-	data := []byte(name)
-	if len(data) < 16 { // validated names are shorter
-		data = append(data, make([]byte, 16-len(data))...)
-	}
-	return []expr.Any{
-		&expr.Meta{Key: key, Register: nftchain.Reg1},
-		&expr.Cmp{Op: op, Register: nftchain.Reg1, Data: data},
-	}
-}
-
-func verdict(kind expr.VerdictKind, chain string) []expr.Any {
-	return []expr.Any{&expr.Verdict{Kind: kind, Chain: chain}}
-}

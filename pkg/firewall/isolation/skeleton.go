@@ -6,6 +6,7 @@ import (
 	"github.com/google/nftables/expr"
 
 	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
 )
 
@@ -23,7 +24,7 @@ func BridgeSkeleton() nftchain.Skeleton {
 			Hook: &nftchain.Hook{Hook: netfilter.Hook{Type: "filter", Num: 2, Prio: -200},
 				Text: "type filter hook forward priority -200; policy accept;"},
 			Rules: []nftchain.Rule{{Text: "iifname vmap @icc_from",
-				Exprs: nftchain.Vmap("icc_from", &expr.Meta{Key: expr.MetaKeyIIFNAME, Register: nftchain.Reg1})}},
+				Exprs: nftrule.Vmap("icc_from", &expr.Meta{Key: expr.MetaKeyIIFNAME, Register: nftrule.Reg1})}},
 		}},
 	}
 }
@@ -46,9 +47,9 @@ func InetSkeleton() nftchain.Skeleton {
 				{Text: "ip daddr vmap @icc_addrs4", Exprs: daddrVmap(true, "icc_addrs4")},
 				{Text: "ip6 daddr vmap @icc_addrs6", Exprs: daddrVmap(false, "icc_addrs6")},
 				{Text: "iifname vmap @iso_from",
-					Exprs: nftchain.Vmap("iso_from", &expr.Meta{Key: expr.MetaKeyIIFNAME, Register: nftchain.Reg1})},
+					Exprs: nftrule.Vmap("iso_from", &expr.Meta{Key: expr.MetaKeyIIFNAME, Register: nftrule.Reg1})},
 				{Text: "oifname vmap @iso_into",
-					Exprs: nftchain.Vmap("iso_into", &expr.Meta{Key: expr.MetaKeyOIFNAME, Register: nftchain.Reg1})},
+					Exprs: nftrule.Vmap("iso_into", &expr.Meta{Key: expr.MetaKeyOIFNAME, Register: nftrule.Reg1})},
 			},
 		}},
 	}
@@ -57,9 +58,9 @@ func InetSkeleton() nftchain.Skeleton {
 // ctBits: ct <key> <bits> accept (state established,related; status dnat).
 func ctBits(key expr.CtKey, bits uint32) []expr.Any {
 	return []expr.Any{
-		&expr.Ct{Register: nftchain.Reg1, Key: key},
-		&expr.Bitwise{SourceRegister: nftchain.Reg1, DestRegister: nftchain.Reg1, Len: 4, Mask: hostReg(bits), Xor: hostReg(0)},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: nftchain.Reg1, Data: hostReg(0)},
+		&expr.Ct{Register: nftrule.Reg1, Key: key},
+		&expr.Bitwise{SourceRegister: nftrule.Reg1, DestRegister: nftrule.Reg1, Len: 4, Mask: hostReg(bits), Xor: hostReg(0)},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: nftrule.Reg1, Data: hostReg(0)},
 		&expr.Verdict{Kind: expr.VerdictAccept},
 	}
 }
@@ -71,10 +72,10 @@ func daddrVmap(v4 bool, set string) []expr.Any {
 	if v4 {
 		proto = 2 // NFPROTO_IPV4
 	}
-	return nftchain.Vmap(set,
-		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: nftchain.Reg1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: nftchain.Reg1, Data: []byte{proto}},
-		nftchain.LoadNH(nftchain.DaddrOff(v4), nftchain.AddrLen(v4), nftchain.Reg1))
+	return nftrule.Vmap(set,
+		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: nftrule.Reg1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: nftrule.Reg1, Data: []byte{proto}},
+		nftrule.LoadNH(nftrule.DaddrOff(v4), nftrule.AddrLen(v4), nftrule.Reg1))
 }
 
 // hostReg is a native-endian 32-bit value, as the kernel keeps ct state and

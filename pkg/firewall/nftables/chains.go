@@ -3,13 +3,11 @@ package nftables
 import (
 	"fmt"
 	"net"
-	"strings"
-
-	"github.com/google/nftables/expr"
 
 	"cnisuite/pkg/firewall/fwtypes"
 	"cnisuite/pkg/firewall/isolation"
 	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/firewall/spoofcheck"
 )
 
@@ -61,7 +59,7 @@ func familyWords(v4 bool) (ip string, masq, port nftchain.Table) {
 
 // masqChain masquerades each container address of one family.
 func masqChain(o fwtypes.Owner, ms []fwtypes.Masq, v4 bool) nftchain.Chain {
-	ip, table, _ := familyWords(v4)
+	_, table, _ := familyWords(v4)
 	multicast := "ff00::/8"
 	if v4 {
 		multicast = "224.0.0.0/4"
@@ -72,42 +70,33 @@ func masqChain(o fwtypes.Owner, ms []fwtypes.Masq, v4 bool) nftchain.Chain {
 		if fwtypes.IsV4(m.Addr.IP) != v4 {
 			continue
 		}
-		host, subnet := fwtypes.HostNet(m.Addr.IP), fwtypes.SubnetOf(&m.Addr)
-		text := fmt.Sprintf("%s saddr %s %s daddr != %s %s daddr != %s masquerade",
-			ip, host.IP, ip, subnet, ip, multicast)
-		exprs := nftchain.Concat(nftchain.MatchAddr(v4, nftchain.SaddrOff(v4), host, expr.CmpOpEq),
-			nftchain.MatchAddr(v4, nftchain.DaddrOff(v4), subnet, expr.CmpOpNeq),
-			nftchain.MatchAddr(v4, nftchain.DaddrOff(v4), mcast, expr.CmpOpNeq),
-			[]expr.Any{&expr.Masq{}})
-		c.Rules = append(c.Rules, nftchain.Rule{Text: text, Elem: &nftchain.Elem{Set: "sources", Key: host.IP.String()}, Exprs: exprs})
+		host := fwtypes.HostNet(m.Addr.IP).IP
+		c.Rules = append(c.Rules, nftchain.Build(&nftchain.Elem{Set: "sources", Key: host.String()},
+			nftrule.Addr(v4, "saddr", host, false),
+			nftrule.Prefix(v4, "daddr", fwtypes.SubnetOf(&m.Addr), true),
+			nftrule.Prefix(v4, "daddr", mcast, true),
+			nftrule.Masquerade))
 	}
 	return c
 }
 
 // dnatChain holds one DNAT rule per mapping of the family.
 func dnatChain(o fwtypes.Owner, pm *fwtypes.PortMaps, v4 bool) nftchain.Chain {
-	ip, _, table := familyWords(v4)
+	_, _, table := familyWords(v4)
 	cip, conds := pm.ContainerV6, pm.ConditionsV6
 	if v4 {
 		cip, conds = pm.ContainerV4, pm.ConditionsV4
 	}
 	c := nftchain.Chain{Table: table, Name: nftchain.ChainName(nftchain.PrefixDNAT, o)}
 	for _, m := range fwtypes.ForFamily(pm.Mappings, v4) {
-		words := append([]string{}, conds...)
 		elem := &nftchain.Elem{Set: "ports", Key: fmt.Sprintf("%s . %d", m.Protocol, m.HostPort)}
-		var exprs []expr.Any
+		parts := []nftrule.Part{nftrule.Words(conds)}
 		if h := m.SpecificHost(); h != nil {
-			words = append(words, ip+" daddr "+h.String())
 			elem = &nftchain.Elem{Set: "hostip_ports", Key: fmt.Sprintf("%s . %s . %d", h, m.Protocol, m.HostPort)}
-			exprs = nftchain.MatchAddr(v4, nftchain.DaddrOff(v4), fwtypes.HostNet(h), expr.CmpOpEq)
+			parts = append(parts, nftrule.Addr(v4, "daddr", fwtypes.HostNet(h).IP, false))
 		}
-		words = append(words, fmt.Sprintf("%s dport %d dnat to %s", m.Protocol, m.HostPort,
-			fwtypes.JoinHostPort(cip.IP, m.ContainerPort)))
-		exprs = append(exprs, nftchain.Concat(exprDport(m.Protocol, m.HostPort), exprDNAT(v4, cip.IP, m.ContainerPort))...)
-		if len(conds) > 0 {
-			exprs = nil // user tokens: only nft can build them
-		}
-		c.Rules = append(c.Rules, nftchain.Rule{Text: strings.Join(words, " "), Elem: elem, Exprs: exprs})
+		parts = append(parts, nftrule.Dport(m.Protocol, m.HostPort), nftrule.DNATTo(v4, cip.IP, m.ContainerPort))
+		c.Rules = append(c.Rules, nftchain.Build(elem, parts...))
 	}
 	return c
 }
@@ -117,7 +106,7 @@ func dnatChain(o fwtypes.Owner, pm *fwtypes.PortMaps, v4 bool) nftchain.Chain {
 // anywhere with MasqAll. Postrouting reaches it through the map keyed by
 // container address, protocol and container port, behind "ct status dnat".
 func hairpinChain(o fwtypes.Owner, pm *fwtypes.PortMaps, v4 bool) nftchain.Chain {
-	ip, _, table := familyWords(v4)
+	_, _, table := familyWords(v4)
 	cip, conds := pm.ContainerV6, pm.ConditionsV6
 	if v4 {
 		cip, conds = pm.ContainerV4, pm.ConditionsV4
@@ -126,15 +115,12 @@ func hairpinChain(o fwtypes.Owner, pm *fwtypes.PortMaps, v4 bool) nftchain.Chain
 	if !pm.SNAT {
 		return c
 	}
-	subnet := fwtypes.SubnetOf(cip)
-	sources := []string{ip + " saddr " + subnet.String()}
-	matches := [][]expr.Any{nftchain.MatchAddr(v4, nftchain.SaddrOff(v4), subnet, expr.CmpOpEq)}
+	sources := []nftrule.Part{nftrule.Prefix(v4, "saddr", fwtypes.SubnetOf(cip), false)}
 	switch {
 	case pm.MasqAll:
-		sources, matches = []string{""}, [][]expr.Any{{}}
+		sources = []nftrule.Part{nftrule.Words(nil)}
 	case v4:
-		sources = append(sources, "ip saddr 127.0.0.1")
-		matches = append(matches, nftchain.MatchAddr(v4, nftchain.SaddrOff(v4), fwtypes.HostNet(net.IPv4(127, 0, 0, 1)), expr.CmpOpEq))
+		sources = append(sources, nftrule.Addr(v4, "saddr", net.IPv4(127, 0, 0, 1).To4(), false))
 	}
 	seen := map[string]bool{}
 	for _, m := range fwtypes.ForFamily(pm.Mappings, v4) {
@@ -144,24 +130,9 @@ func hairpinChain(o fwtypes.Owner, pm *fwtypes.PortMaps, v4 bool) nftchain.Chain
 		}
 		seen[key] = true
 		elem := &nftchain.Elem{Set: "hairpins", Key: key}
-		for i, src := range sources {
-			words := append(append([]string{}, conds...), src, "meta l4proto "+m.Protocol+" masquerade")
-			exprs := nftchain.Concat(matches[i], exprL4Proto(m.Protocol), []expr.Any{&expr.Masq{}})
-			if len(conds) > 0 {
-				exprs = nil
-			}
-			c.Rules = append(c.Rules, nftchain.Rule{Text: strings.Join(nonEmpty(words), " "), Elem: elem, Exprs: exprs})
+		for _, src := range sources {
+			c.Rules = append(c.Rules, nftchain.Build(elem, nftrule.Words(conds), src, nftrule.L4Proto(m.Protocol), nftrule.Masquerade))
 		}
 	}
 	return c
-}
-
-func nonEmpty(words []string) []string {
-	out := words[:0:0]
-	for _, w := range words {
-		if w != "" {
-			out = append(out, w)
-		}
-	}
-	return out
 }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/netfilter"
@@ -164,6 +165,30 @@ func addRule(b *netfilter.Batch, t Table, chain string, r Rule, fixed bool) {
 		comment = ""
 	}
 	b.AddRule(t, chain, addSets(b, t, r), comment)
+}
+
+// addSets adds the rule's anonymous sets to b and returns its expressions
+// with each nftrule.Lookup naming the set it stands for.
+func addSets(b *netfilter.Batch, t Table, r Rule) []expr.Any {
+	if len(r.Sets) == 0 {
+		return r.Exprs
+	}
+	ids := make([]uint32, len(r.Sets))
+	for i, s := range r.Sets {
+		keyType, keyLen, interval, udata, elems, err := s.Kernel()
+		if err != nil {
+			b.Fail(err)
+			return nil
+		}
+		ids[i] = b.AddAnonSet(t, keyType, keyLen, interval, udata, elems)
+	}
+	out := slices.Clone(r.Exprs)
+	for i, e := range out {
+		if l, ok := e.(*expr.Lookup); ok && l.SetName == "" {
+			out[i] = &expr.Lookup{SourceRegister: l.SourceRegister, SetName: netfilter.AnonSetName, SetID: ids[l.SetID], Invert: l.Invert}
+		}
+	}
+	return out
 }
 
 // addElem: add element <t> <set> { <key> : jump <chain> }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/nftables/expr"
 
 	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
 )
 
@@ -62,16 +63,25 @@ type Chain struct {
 	Rules []Rule
 }
 
-// Rule is a rule of an owner chain: described once, as nft text and, when
-// it has one, its kernel form. Elem, when set, is the map element that
-// dispatches packets to the chain for this rule.
+// Rule is a rule of an owner chain: its nft text and, when it has one,
+// its kernel form, both rendered from its parts (Build; fixed rules of a
+// skeleton give both). Elem, when set, is the map element that dispatches
+// packets to the chain for this rule.
 type Rule struct {
 	Text  string
 	Elem  *Elem
 	Exprs []expr.Any // the kernel form of Text; nil when only nft can build it
-	// Sets are the anonymous sets the expressions look up (Lookup(i, …)
-	// stands for Sets[i]), written in the same transaction.
-	Sets []Set
+	// Sets are the anonymous sets the expressions look up
+	// (nftrule.Lookup(i, …) stands for Sets[i]), written in the same
+	// transaction.
+	Sets []nftrule.Set
+}
+
+// Build returns the rule made of parts (package nftrule), dispatched to by
+// elem (nil for none).
+func Build(elem *Elem, parts ...nftrule.Part) Rule {
+	r := nftrule.Build(parts...)
+	return Rule{Text: r.Text, Elem: elem, Exprs: r.Exprs, Sets: r.Sets}
 }
 
 // Elem is a key of a verdict map of the table, written as nft writes it.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/nftrule"
 )
 
 // nft datatypes (nftables' datatype.h) of map key fields.
@@ -111,9 +112,6 @@ func (m Map) keyLen(t Table) uint32 {
 	return n
 }
 
-// ProtoNumbers are the IP protocol numbers of the mappings' protocols.
-var ProtoNumbers = map[string]byte{"tcp": 6, "udp": 17, "sctp": 132}
-
 // ElemKey encodes an element key written as text ("10.0.0.2 . tcp . 80").
 // google/nftables takes keys as bytes too (SetElement.Key) and encodes no
 // text: our elements are written in our comments as text, so the encoding
@@ -148,15 +146,15 @@ func fieldBytes(t Table, f, s string) ([]byte, error) {
 		if ip == nil || (t.Family == "ip") != fwtypes.IsV4(ip) {
 			return nil, fmt.Errorf("%q is not an address of family %s", s, t.Family)
 		}
-		return FamIP(t.Family == "ip", ip), nil
+		return nftrule.FamIP(t.Family == "ip", ip), nil
 	case "addr4", "addr6":
 		ip := net.ParseIP(s)
 		if ip == nil || (f == "addr4") != fwtypes.IsV4(ip) {
 			return nil, fmt.Errorf("%q is not an address of type %s", s, f)
 		}
-		return FamIP(f == "addr4", ip), nil
+		return nftrule.FamIP(f == "addr4", ip), nil
 	case "proto":
-		p, ok := ProtoNumbers[s]
+		p, ok := nftrule.ProtoNumbers[s]
 		if !ok {
 			return nil, fmt.Errorf("unknown protocol %q", s)
 		}

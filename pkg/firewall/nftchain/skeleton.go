@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/nftables/expr"
 
+	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
 )
 
@@ -59,12 +60,12 @@ func LocalnetGuard() Skeleton {
 	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
 	return Skeleton{Table: LocalnetGuardTable, Chains: []Base{{
 		Name: "prerouting", Hook: HookPrerouting("filter", -150, "-150"),
-		Rules: []Rule{{Text: `iifname != "lo" ip daddr 127.0.0.0/8 drop`, Exprs: Concat(
+		Rules: []Rule{{Text: `iifname != "lo" ip daddr 127.0.0.0/8 drop`, Exprs: nftrule.Concat(
 			[]expr.Any{
-				&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: Reg1},
-				&expr.Cmp{Op: expr.CmpOpNeq, Register: Reg1, Data: append([]byte("lo"), make([]byte, 14)...)},
+				&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: nftrule.Reg1},
+				&expr.Cmp{Op: expr.CmpOpNeq, Register: nftrule.Reg1, Data: append([]byte("lo"), make([]byte, 14)...)},
 			},
-			MatchAddr(true, DaddrOff(true), loopback, expr.CmpOpEq),
+			nftrule.MatchAddr(true, nftrule.DaddrOff(true), loopback, expr.CmpOpEq),
 			[]expr.Any{&expr.Verdict{Kind: expr.VerdictDrop}},
 		)}},
 	}}}

@@ -12,10 +12,10 @@ package spoofcheck
 
 import (
 	"github.com/google/nftables/expr"
-	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/firewall/fwtypes"
 	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/nftrule"
 )
 
 // Skeleton returns the table's maps and base chain: every frame entering
@@ -25,7 +25,7 @@ func Skeleton() nftchain.Skeleton {
 	return nftchain.Skeleton{Table: nftchain.Spoof, Maps: []nftchain.Map{nftchain.Maps["ifaces"]}, Chains: []nftchain.Base{{
 		Name: "prerouting", Hook: nftchain.HookPrerouting("filter", -300, "-300"),
 		Rules: []nftchain.Rule{{Text: "iifname vmap @ifaces",
-			Exprs: nftchain.Vmap("ifaces", &expr.Meta{Key: expr.MetaKeyIIFNAME, Register: nftchain.Reg1})}},
+			Exprs: nftrule.Vmap("ifaces", &expr.Meta{Key: expr.MetaKeyIIFNAME, Register: nftrule.Reg1})}},
 	}}}
 }
 
@@ -36,12 +36,7 @@ func Skeleton() nftchain.Skeleton {
 func Chain(o fwtypes.Owner, sc *fwtypes.SpoofCheck) nftchain.Chain {
 	c := nftchain.Chain{Table: nftchain.Spoof, Name: nftchain.ChainName(nftchain.PrefixSpoof, o)}
 	elem := &nftchain.Elem{Set: "ifaces", Key: `"` + sc.HostIface + `"`}
-	c.Rules = append(c.Rules, nftchain.Rule{Text: "ether saddr != " + sc.MAC.String() + " drop", Elem: elem,
-		Exprs: []expr.Any{
-			loadLink(6, 6),
-			&expr.Cmp{Op: expr.CmpOpNeq, Register: nftchain.Reg1, Data: []byte(sc.MAC)},
-			drop(),
-		}})
+	c.Rules = append(c.Rules, nftchain.Build(elem, nftrule.EtherSaddr(sc.MAC, true), nftrule.Drop))
 	var v4, v6 []string
 	for _, ip := range sc.IPs {
 		if fwtypes.IsV4(ip) {
@@ -52,40 +47,16 @@ func Chain(o fwtypes.Owner, sc *fwtypes.SpoofCheck) nftchain.Chain {
 	}
 	if len(v4) > 0 {
 		c.Rules = append(c.Rules,
-			sourceRule("ip", "ip saddr", unix.ETH_P_IP, 12, nftchain.Set{Type: "ipv4_addr", Items: v4}, elem),
-			sourceRule("arp", "arp saddr ip", unix.ETH_P_ARP, 14, nftchain.Set{Type: "ipv4_addr", Items: append(v4, "0.0.0.0")}, elem))
+			nftchain.Build(elem, nftrule.EtherType("ip"),
+				nftrule.NotIn("ip saddr", nftrule.Set{Type: "ipv4_addr", Items: v4}, nftrule.LoadNH(12, 4, nftrule.Reg1)), nftrule.Drop),
+			nftchain.Build(elem, nftrule.EtherType("arp"),
+				nftrule.NotIn("arp saddr ip", nftrule.Set{Type: "ipv4_addr", Items: append(v4, "0.0.0.0")}, nftrule.LoadNH(14, 4, nftrule.Reg1)), nftrule.Drop))
 	}
 	if len(v6) > 0 {
 		// :: is the source of duplicate address detection; fe80::/10 of
 		// neighbour discovery.
-		c.Rules = append(c.Rules, sourceRule("ip6", "ip6 saddr", unix.ETH_P_IPV6, 8, nftchain.Set{Type: "ipv6_addr", Items: append(v6, "::", "fe80::/10")}, elem))
+		c.Rules = append(c.Rules, nftchain.Build(elem, nftrule.EtherType("ip6"),
+			nftrule.NotIn("ip6 saddr", nftrule.Set{Type: "ipv6_addr", Items: append(v6, "::", "fe80::/10")}, nftrule.LoadNH(8, 16, nftrule.Reg1)), nftrule.Drop))
 	}
 	return c
 }
-
-// sourceRule drops frames of an ether type whose source address, at off
-// in the network header, is not in set.
-// Equivalent to: ether type <etherType> <field> != { … } drop
-func sourceRule(etherType, field string, proto uint16, off uint32, set nftchain.Set, elem *nftchain.Elem) nftchain.Rule {
-	n := uint32(4)
-	if set.Type == "ipv6_addr" {
-		n = 16
-	}
-	match, sets := nftchain.InSet(set, true, 0)
-	return nftchain.Rule{
-		Text: "ether type " + etherType + " " + field + " != " + set.Text() + " drop", Elem: elem,
-		Exprs: nftchain.Concat([]expr.Any{
-			loadLink(12, 2),
-			&expr.Cmp{Op: expr.CmpOpEq, Register: nftchain.Reg1, Data: []byte{byte(proto >> 8), byte(proto)}},
-			nftchain.LoadNH(off, n, nftchain.Reg1),
-		}, match, []expr.Any{drop()}),
-		Sets: sets,
-	}
-}
-
-// loadLink loads n bytes at off of the link-layer header into register 1.
-func loadLink(off, n uint32) expr.Any {
-	return &expr.Payload{DestRegister: nftchain.Reg1, Base: expr.PayloadBaseLLHeader, Offset: off, Len: n}
-}
-
-func drop() expr.Any { return &expr.Verdict{Kind: expr.VerdictDrop} }

@@ -1,4 +1,4 @@
-package nftchain
+package nftrule
 
 import (
 	"encoding/binary"
@@ -133,27 +133,11 @@ func prefixOf(item string, v4 bool) (*net.IPNet, error) {
 	return n, nil
 }
 
-// addSets adds the rule's anonymous sets to b and returns its expressions
-// with each Lookup naming the set it stands for.
-func addSets(b *netfilter.Batch, t Table, r Rule) []expr.Any {
-	if len(r.Sets) == 0 {
-		return r.Exprs
-	}
-	ids := make([]uint32, len(r.Sets))
-	for i, s := range r.Sets {
-		elems, interval, err := s.elems()
-		if err != nil {
-			b.Fail(err)
-			return nil
-		}
-		st := setTypes[s.Type]
-		ids[i] = b.AddAnonSet(t, st.num, st.len, interval, setUserdata(st.order), elems)
-	}
-	out := slices.Clone(r.Exprs)
-	for i, e := range out {
-		if l, ok := e.(*expr.Lookup); ok && l.SetName == "" {
-			out[i] = &expr.Lookup{SourceRegister: l.SourceRegister, SetName: netfilter.AnonSetName, SetID: ids[l.SetID], Invert: l.Invert}
-		}
-	}
-	return out
+// Kernel returns what the kernel makes of the set: nft's datatype number
+// and length of its key, whether it is an interval set, the user data nft
+// gives it and its elements.
+func (s Set) Kernel() (keyType, keyLen uint32, interval bool, udata []byte, elems []netfilter.SetElem, err error) {
+	st := setTypes[s.Type]
+	elems, interval, err = s.elems()
+	return st.num, st.len, interval, setUserdata(st.order), elems, err
 }

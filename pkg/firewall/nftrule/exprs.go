@@ -1,4 +1,4 @@
-package nftchain
+package nftrule
 
 import (
 	"net"
@@ -12,6 +12,9 @@ import (
 // netlink-written rules exactly like the text the golden files hold. A rule
 // whose text cannot be built (user conditions) has no expressions, and the
 // call that writes it goes through `nft -f -` instead.
+
+// ProtoNumbers are the IP protocol numbers of the mappings' protocols.
+var ProtoNumbers = map[string]byte{"tcp": 6, "udp": 17, "sctp": 132}
 
 // Registers as nft numbers them: NFT_REG_1 and NFT_REG_2 (16 bytes each)
 // and the 32-bit registers holding the later fields of a concatenation.

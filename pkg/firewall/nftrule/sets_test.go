@@ -1,4 +1,4 @@
-package nftchain
+package nftrule
 
 import (
 	"encoding/hex"
