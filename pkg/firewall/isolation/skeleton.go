@@ -1,8 +1,6 @@
 package isolation
 
 import (
-	"encoding/binary"
-
 	"github.com/google/nftables/expr"
 
 	"cnisuite/pkg/firewall/nftchain"
@@ -23,8 +21,7 @@ func BridgeSkeleton() nftchain.Skeleton {
 			Name: "forward",
 			Hook: &nftchain.Hook{Hook: netfilter.Hook{Type: "filter", Num: 2, Prio: -200},
 				Text: "type filter hook forward priority -200; policy accept;"},
-			Rules: []nftchain.Rule{{Text: "iifname vmap @icc_from",
-				Exprs: nftrule.Vmap("icc_from", &expr.Meta{Key: expr.MetaKeyIIFNAME, Register: nftrule.Reg1})}},
+			Rules: []nftchain.Rule{nftchain.Build(nil, nftrule.VmapOf("iifname", "icc_from", meta(expr.MetaKeyIIFNAME)))},
 		}},
 	}
 }
@@ -42,42 +39,29 @@ func InetSkeleton() nftchain.Skeleton {
 			Hook: &nftchain.Hook{Hook: netfilter.Hook{Type: "filter", Num: 2, Prio: 0},
 				Text: "type filter hook forward priority 0; policy accept;"},
 			Rules: []nftchain.Rule{
-				{Text: "ct state established,related accept", Exprs: ctBits(expr.CtKeySTATE, 0x2|0x4)},
-				{Text: "ct status dnat accept", Exprs: ctBits(expr.CtKeySTATUS, 0x20)},
-				{Text: "ip daddr vmap @icc_addrs4", Exprs: daddrVmap(true, "icc_addrs4")},
-				{Text: "ip6 daddr vmap @icc_addrs6", Exprs: daddrVmap(false, "icc_addrs6")},
-				{Text: "iifname vmap @iso_from",
-					Exprs: nftrule.Vmap("iso_from", &expr.Meta{Key: expr.MetaKeyIIFNAME, Register: nftrule.Reg1})},
-				{Text: "oifname vmap @iso_into",
-					Exprs: nftrule.Vmap("iso_into", &expr.Meta{Key: expr.MetaKeyOIFNAME, Register: nftrule.Reg1})},
+				nftchain.Build(nil, nftrule.Ct("state", "established,related", 0x2|0x4), nftrule.Accept),
+				nftchain.Build(nil, nftrule.Ct("status", "dnat", 0x20), nftrule.Accept), // IPS_DST_NAT
+				nftchain.Build(nil, daddrVmap(true, "icc_addrs4")),
+				nftchain.Build(nil, daddrVmap(false, "icc_addrs6")),
+				nftchain.Build(nil, nftrule.VmapOf("iifname", "iso_from", meta(expr.MetaKeyIIFNAME))),
+				nftchain.Build(nil, nftrule.VmapOf("oifname", "iso_into", meta(expr.MetaKeyOIFNAME))),
 			},
 		}},
 	}
 }
 
-// ctBits: ct <key> <bits> accept (state established,related; status dnat).
-func ctBits(key expr.CtKey, bits uint32) []expr.Any {
-	return []expr.Any{
-		&expr.Ct{Register: nftrule.Reg1, Key: key},
-		&expr.Bitwise{SourceRegister: nftrule.Reg1, DestRegister: nftrule.Reg1, Len: 4, Mask: hostReg(bits), Xor: hostReg(0)},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: nftrule.Reg1, Data: hostReg(0)},
-		&expr.Verdict{Kind: expr.VerdictAccept},
-	}
-}
-
 // daddrVmap: ip/ip6 daddr vmap @<set>, in an inet table (nft checks the
 // protocol first).
-func daddrVmap(v4 bool, set string) []expr.Any {
-	proto := byte(10) // NFPROTO_IPV6
+func daddrVmap(v4 bool, set string) nftrule.Part {
+	word, proto := "ip6", byte(10) // NFPROTO_IPV6
 	if v4 {
-		proto = 2 // NFPROTO_IPV4
+		word, proto = "ip", 2 // NFPROTO_IPV4
 	}
-	return nftrule.Vmap(set,
+	return nftrule.VmapOf(word+" daddr", set,
 		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: nftrule.Reg1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: nftrule.Reg1, Data: []byte{proto}},
 		nftrule.LoadNH(nftrule.DaddrOff(v4), nftrule.AddrLen(v4), nftrule.Reg1))
 }
 
-// hostReg is a native-endian 32-bit value, as the kernel keeps ct state and
-// status in a register.
-func hostReg(v uint32) []byte { return binary.NativeEndian.AppendUint32(nil, v) }
+// meta loads an interface name (iifname, oifname) into register 1.
+func meta(key expr.MetaKey) expr.Any { return &expr.Meta{Key: key, Register: nftrule.Reg1} }

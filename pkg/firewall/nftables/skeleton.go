@@ -1,8 +1,6 @@
 package nftables
 
 import (
-	"encoding/binary"
-
 	"github.com/google/nftables/expr"
 
 	"cnisuite/pkg/firewall/isolation"
@@ -42,8 +40,8 @@ func skeleton(t nftchain.Table) nftchain.Skeleton {
 	case nftchain.Masq4.Name:
 		return nftchain.Skeleton{Table: t, Maps: []nftchain.Map{nftchain.Maps["sources"]}, Chains: []nftchain.Base{{
 			Name: "postrouting", Hook: nftchain.HookSrcNAT,
-			Rules: []nftchain.Rule{{Text: ip + " saddr vmap @sources",
-				Exprs: nftrule.Vmap("sources", nftrule.LoadNH(nftrule.SaddrOff(v4), nftrule.AddrLen(v4), nftrule.Reg1))}},
+			Rules: []nftchain.Rule{nftchain.Build(nil, nftrule.VmapOf(ip+" saddr", "sources",
+				nftrule.LoadNH(nftrule.SaddrOff(v4), nftrule.AddrLen(v4), nftrule.Reg1)))},
 		}}}
 	case nftchain.Port4.Name:
 		return portSkeleton(t, v4, ip)
@@ -56,16 +54,7 @@ func skeleton(t nftchain.Table) nftchain.Skeleton {
 // portSkeleton is the portmap table: only traffic addressed to the node
 // itself (fib daddr type local) reaches the host-port maps.
 func portSkeleton(t nftchain.Table, v4 bool, ip string) nftchain.Skeleton {
-	toHostports := nftchain.Rule{Text: "fib daddr type local jump hostports", Exprs: []expr.Any{
-		&expr.Fib{Register: nftrule.Reg1, FlagDADDR: true, ResultADDRTYPE: true},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: nftrule.Reg1, Data: hostReg(2)}, // RTN_LOCAL
-		&expr.Verdict{Kind: expr.VerdictJump, Chain: "hostports"},
-	}}
-	ctDNAT := []expr.Any{
-		&expr.Ct{Register: nftrule.Reg1, Key: expr.CtKeySTATUS},
-		&expr.Bitwise{SourceRegister: nftrule.Reg1, DestRegister: nftrule.Reg1, Len: 4, Mask: hostReg(0x20), Xor: hostReg(0)}, // IPS_DST_NAT
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: nftrule.Reg1, Data: hostReg(0)},
-	}
+	toHostports := nftchain.Build(nil, nftrule.FibLocal(), nftrule.Jump("hostports"))
 	return nftchain.Skeleton{
 		Table: t,
 		Maps:  []nftchain.Map{nftchain.Maps["hostip_ports"], nftchain.Maps["ports"], nftchain.Maps["hairpins"]},
@@ -73,13 +62,12 @@ func portSkeleton(t nftchain.Table, v4 bool, ip string) nftchain.Skeleton {
 			{Name: "prerouting", Hook: nftchain.HookPrerouting("nat", -100, "dstnat"), Rules: []nftchain.Rule{toHostports}},
 			{Name: "output", Hook: nftchain.HookOutputNAT, Rules: []nftchain.Rule{toHostports}},
 			{Name: "hostports", Rules: []nftchain.Rule{
-				{Text: ip + " daddr . meta l4proto . th dport vmap @hostip_ports", Exprs: nftrule.Vmap("hostip_ports", exprConcatKey(v4, true)...)},
-				{Text: "meta l4proto . th dport vmap @ports", Exprs: nftrule.Vmap("ports", exprConcatKey(v4, false)...)},
+				nftchain.Build(nil, nftrule.VmapOf(ip+" daddr . meta l4proto . th dport", "hostip_ports", exprConcatKey(v4, true)...)),
+				nftchain.Build(nil, nftrule.VmapOf("meta l4proto . th dport", "ports", exprConcatKey(v4, false)...)),
 			}},
-			{Name: "masquerading", Hook: nftchain.HookSrcNAT, Rules: []nftchain.Rule{{
-				Text:  "ct status dnat " + ip + " daddr . meta l4proto . th dport vmap @hairpins",
-				Exprs: append(ctDNAT, nftrule.Vmap("hairpins", exprConcatKey(v4, true)...)...),
-			}}},
+			{Name: "masquerading", Hook: nftchain.HookSrcNAT, Rules: []nftchain.Rule{nftchain.Build(nil,
+				nftrule.Ct("status", "dnat", 0x20), // IPS_DST_NAT
+				nftrule.VmapOf(ip+" daddr . meta l4proto . th dport", "hairpins", exprConcatKey(v4, true)...))}},
 		},
 	}
 }
@@ -101,7 +89,3 @@ func exprConcatKey(v4, withAddr bool) []expr.Any {
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: protoReg},
 		&expr.Payload{DestRegister: portReg, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2})
 }
-
-// hostReg is a native-endian 32-bit value, as the kernel stores fib
-// results and ct status in a register.
-func hostReg(v uint32) []byte { return binary.NativeEndian.AppendUint32(nil, v) }

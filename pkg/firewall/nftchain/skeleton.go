@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/google/nftables/expr"
-
 	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
 )
@@ -60,14 +58,7 @@ func LocalnetGuard() Skeleton {
 	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
 	return Skeleton{Table: LocalnetGuardTable, Chains: []Base{{
 		Name: "prerouting", Hook: HookPrerouting("filter", -150, "-150"),
-		Rules: []Rule{{Text: `iifname != "lo" ip daddr 127.0.0.0/8 drop`, Exprs: nftrule.Concat(
-			[]expr.Any{
-				&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: nftrule.Reg1},
-				&expr.Cmp{Op: expr.CmpOpNeq, Register: nftrule.Reg1, Data: append([]byte("lo"), make([]byte, 14)...)},
-			},
-			nftrule.MatchAddr(true, nftrule.DaddrOff(true), loopback, expr.CmpOpEq),
-			[]expr.Any{&expr.Verdict{Kind: expr.VerdictDrop}},
-		)}},
+		Rules: []Rule{Build(nil, nftrule.IfName(true, "lo", true), nftrule.Prefix(true, "daddr", loopback, false), nftrule.Drop)},
 	}}}
 }
 

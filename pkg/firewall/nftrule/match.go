@@ -210,3 +210,33 @@ func EtherType(name string) Part {
 func loadLink(off, n uint32) expr.Any {
 	return &expr.Payload{DestRegister: Reg1, Base: expr.PayloadBaseLLHeader, Offset: off, Len: n}
 }
+
+// Accept is the verdict "accept".
+var Accept Part = part{"accept", []expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}}}
+
+// Ct matches conntrack bits: "ct state established,related" (key state),
+// "ct status dnat" (key status); names are the bits as nft writes them.
+func Ct(key string, names string, bits uint32) Part {
+	k := expr.CtKeySTATE
+	if key == "status" {
+		k = expr.CtKeySTATUS
+	}
+	return part{"ct " + key + " " + names, []expr.Any{
+		&expr.Ct{Register: Reg1, Key: k},
+		&expr.Bitwise{SourceRegister: Reg1, DestRegister: Reg1, Len: 4, Mask: hostReg(bits), Xor: hostReg(0)},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: Reg1, Data: hostReg(0)},
+	}}
+}
+
+// FibLocal matches packets addressed to the node itself: "fib daddr type
+// local" (RTN_LOCAL).
+func FibLocal() Part {
+	return part{"fib daddr type local", []expr.Any{
+		&expr.Fib{Register: Reg1, FlagDADDR: true, ResultADDRTYPE: true},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: Reg1, Data: hostReg(2)},
+	}}
+}
+
+// hostReg is a native-endian 32-bit value, as the kernel keeps ct state
+// and status and fib results in a register.
+func hostReg(v uint32) []byte { return binary.NativeEndian.AppendUint32(nil, v) }

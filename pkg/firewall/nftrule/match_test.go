@@ -60,6 +60,12 @@ func TestParts(t *testing.T) {
 		{"jump", Jump("if-1"), "jump if-1", []expr.Any{&expr.Verdict{Kind: expr.VerdictJump, Chain: "if-1"}}},
 		{"drop", Drop, "drop", []expr.Any{&expr.Verdict{Kind: expr.VerdictDrop}}},
 		{"masquerade", Masquerade, "masquerade", []expr.Any{&expr.Masq{}}},
+		{"ct state", Ct("state", "established,related", 0x6), "ct state established,related", []expr.Any{
+			&expr.Ct{Register: Reg1, Key: expr.CtKeySTATE},
+			&expr.Bitwise{SourceRegister: Reg1, DestRegister: Reg1, Len: 4, Mask: hostReg(6), Xor: hostReg(0)}, cmp(expr.CmpOpNeq, hostReg(0)...)}},
+		{"fib", FibLocal(), "fib daddr type local", []expr.Any{
+			&expr.Fib{Register: Reg1, FlagDADDR: true, ResultADDRTYPE: true}, cmp(expr.CmpOpEq, hostReg(2)...)}},
+		{"accept", Accept, "accept", []expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}}},
 		{"user conditions", Words([]string{"ip", "saddr", "!=", "192.0.2.0/24"}), "ip saddr != 192.0.2.0/24", nil},
 	}
 	for _, tc := range tests {

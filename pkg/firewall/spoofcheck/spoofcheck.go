@@ -24,8 +24,8 @@ import (
 func Skeleton() nftchain.Skeleton {
 	return nftchain.Skeleton{Table: nftchain.Spoof, Maps: []nftchain.Map{nftchain.Maps["ifaces"]}, Chains: []nftchain.Base{{
 		Name: "prerouting", Hook: nftchain.HookPrerouting("filter", -300, "-300"),
-		Rules: []nftchain.Rule{{Text: "iifname vmap @ifaces",
-			Exprs: nftrule.Vmap("ifaces", &expr.Meta{Key: expr.MetaKeyIIFNAME, Register: nftrule.Reg1})}},
+		Rules: []nftchain.Rule{nftchain.Build(nil,
+			nftrule.VmapOf("iifname", "ifaces", &expr.Meta{Key: expr.MetaKeyIIFNAME, Register: nftrule.Reg1}))},
 	}}}
 }
 
