@@ -20,8 +20,8 @@
 //	iptables/natchain    its owner chains of table nat: rules as tokens,
 //	                     iptables-restore payloads
 //	iptables/xtnft       the same tokens encoded as iptables-nft does
-//	firewall/spoofcheck  the bridge-family spoof check, whatever the backend
-//	firewall/isolation   the bridge's icc and isolate, whatever the backend
+//	firewall/bridgechains the bridge-family spoof check and the bridge's icc
+//	                     and isolate, whatever the backend
 //	firewall/reference   the reference plugins' rules, removed by both backends
 //	firewall/nftchain    our nftables tables, maps and owner chains, rendered
 //	                     as an nft script or one netlink batch
@@ -34,7 +34,7 @@
 // New constructs the backends, so they cannot import this package: the
 // vocabulary they share lives in fwtypes, and this package re-exports it
 // under its own names (type aliases), so plugins import only firewall.
-// nftchain sits below spoofcheck and both backends because all three write
+// nftchain sits below bridgechains and both backends because all three write
 // or remove chains of our nftables tables; reference is a sibling of it,
 // joined to a removal by the backend that runs it.
 //

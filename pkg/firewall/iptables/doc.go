@@ -27,7 +27,7 @@
 // Both writers GC with `iptables-save -t nat` once per family.
 //
 // Spoof checks and the isolation of bridge networks are bridge-family (and
-// inet) rules, which iptables lacks: packages spoofcheck and isolation
+// inet) rules, which iptables lacks: package bridgechains
 // describe them and NFTChains writes them with nftables; the localnet
 // guard is nftchain's. A call shares one netfilter socket among all of
 // these (call, family_linux.go), dialled only when one is needed.

@@ -1,10 +1,9 @@
 package iptables
 
 import (
+	"cnisuite/pkg/firewall/bridgechains"
 	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/isolation"
 	"cnisuite/pkg/firewall/nftchain"
-	"cnisuite/pkg/firewall/spoofcheck"
 )
 
 // NFTChains returns the owner's chains that iptables cannot express and
@@ -15,13 +14,13 @@ func NFTChains(o fwtypes.Owner, r fwtypes.Rules) ([]nftchain.Chain, []nftchain.S
 	var chains []nftchain.Chain
 	var skels []nftchain.Skeleton
 	if r.SpoofCheck != nil {
-		chains = append(chains, spoofcheck.Chain(o, r.SpoofCheck))
-		skels = append(skels, spoofcheck.Skeleton())
+		chains = append(chains, bridgechains.SpoofCheck(o, r.SpoofCheck))
+		skels = append(skels, bridgechains.SpoofSkeleton())
 	}
 	if r.Isolation != nil {
-		if iso := isolation.Chains(o, r.Isolation); len(iso) > 0 {
+		if iso := bridgechains.Isolation(o, r.Isolation); len(iso) > 0 {
 			chains = append(chains, iso...)
-			skels = append(skels, isolation.Skeletons()...)
+			skels = append(skels, bridgechains.IsolationSkeletons()...)
 		}
 	}
 	return chains, skels

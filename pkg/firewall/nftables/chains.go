@@ -4,11 +4,10 @@ import (
 	"fmt"
 	"net"
 
+	"cnisuite/pkg/firewall/bridgechains"
 	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/isolation"
 	"cnisuite/pkg/firewall/nftchain"
 	"cnisuite/pkg/firewall/nftrule"
-	"cnisuite/pkg/firewall/spoofcheck"
 )
 
 // Chains returns the owner chains r needs, in a stable order.
@@ -32,10 +31,10 @@ func Chains(o fwtypes.Owner, r fwtypes.Rules) []nftchain.Chain {
 		}
 	}
 	if r.SpoofCheck != nil {
-		add(spoofcheck.Chain(o, r.SpoofCheck))
+		add(bridgechains.SpoofCheck(o, r.SpoofCheck))
 	}
 	if r.Isolation != nil {
-		for _, c := range isolation.Chains(o, r.Isolation) {
+		for _, c := range bridgechains.Isolation(o, r.Isolation) {
 			add(c)
 		}
 	}

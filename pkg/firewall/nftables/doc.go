@@ -1,7 +1,7 @@
 // Package nftables is the nftables backend: the masquerade chains of the
 // bridge plugin (tables ip/ip6 cnisuite_masq) and the port-mapping chains
-// of the portmap plugin (ip/ip6 cnisuite_portmap), with the spoof check of
-// package spoofcheck in the same transaction. Package nftchain turns them
+// of the portmap plugin (ip/ip6 cnisuite_portmap), with the spoof check and
+// isolation of package bridgechains in the same transaction. Package nftchain turns them
 // into one netlink batch per call.
 //
 // Base chains dispatch through verdict maps keyed by what a packet carries

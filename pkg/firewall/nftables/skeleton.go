@@ -3,10 +3,9 @@ package nftables
 import (
 	"github.com/google/nftables/expr"
 
-	"cnisuite/pkg/firewall/isolation"
+	"cnisuite/pkg/firewall/bridgechains"
 	"cnisuite/pkg/firewall/nftchain"
 	"cnisuite/pkg/firewall/nftrule"
-	"cnisuite/pkg/firewall/spoofcheck"
 )
 
 // skeletons returns the skeleton of each table the chains are in, in the
@@ -32,9 +31,9 @@ func skeleton(t nftchain.Table) nftchain.Skeleton {
 	}
 	switch t {
 	case nftchain.IsoBridge:
-		return isolation.BridgeSkeleton()
+		return bridgechains.IsoBridgeSkeleton()
 	case nftchain.IsoInet:
-		return isolation.InetSkeleton()
+		return bridgechains.IsoInetSkeleton()
 	}
 	switch t.Name {
 	case nftchain.Masq4.Name:
@@ -46,7 +45,7 @@ func skeleton(t nftchain.Table) nftchain.Skeleton {
 	case nftchain.Port4.Name:
 		return portSkeleton(t, v4, ip)
 	case nftchain.Spoof.Name:
-		return spoofcheck.Skeleton()
+		return bridgechains.SpoofSkeleton()
 	}
 	return nftchain.Skeleton{Table: t}
 }

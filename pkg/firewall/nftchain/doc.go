@@ -1,10 +1,10 @@
 // Package nftchain holds our nftables objects and turns them into one
 // transaction per call. Every table of ours and every owner chain's name is
 // defined here, whichever layer fills them: the nftables backend writes the
-// masquerade and port-mapping chains, package spoofcheck the spoof-check
-// chains; the iptables backend removes an owner's chains here too, so
-// nothing of an attachment is left when the backend changed between ADD and
-// DEL.
+// masquerade and port-mapping chains, package bridgechains the spoof-check
+// and isolation chains; the iptables backend removes an owner's chains here
+// too, so nothing of an attachment is left when the backend changed between
+// ADD and DEL.
 //
 // A rule is described once, as parts (package nftrule), which give its nft
 // text and, where we can build it, its kernel form; a chain is rendered

@@ -1,4 +1,4 @@
-package isolation
+package bridgechains
 
 import (
 	"github.com/google/nftables/expr"
@@ -8,12 +8,14 @@ import (
 	"cnisuite/pkg/netfilter"
 )
 
-// Skeletons returns both tables' maps and base chains.
-func Skeletons() []nftchain.Skeleton { return []nftchain.Skeleton{BridgeSkeleton(), InetSkeleton()} }
+// IsolationSkeletons returns both tables' maps and base chains.
+func IsolationSkeletons() []nftchain.Skeleton {
+	return []nftchain.Skeleton{IsoBridgeSkeleton(), IsoInetSkeleton()}
+}
 
-// BridgeSkeleton: every frame the bridge forwards from one port to another
+// IsoBridgeSkeleton: every frame the bridge forwards from one port to another
 // goes through the map of icc-off ports it came from.
-func BridgeSkeleton() nftchain.Skeleton {
+func IsoBridgeSkeleton() nftchain.Skeleton {
 	return nftchain.Skeleton{
 		Table: nftchain.IsoBridge,
 		Maps:  []nftchain.Map{nftchain.Maps["icc_from"], nftchain.Maps["icc_to"]},
@@ -26,10 +28,10 @@ func BridgeSkeleton() nftchain.Skeleton {
 	}
 }
 
-// InetSkeleton: forwarded packets, replies and port mappings accepted
+// IsoInetSkeleton: forwarded packets, replies and port mappings accepted
 // first, then dispatched by destination address (icc) and by the bridge
 // they leave or enter (isolate).
-func InetSkeleton() nftchain.Skeleton {
+func IsoInetSkeleton() nftchain.Skeleton {
 	return nftchain.Skeleton{
 		Table: nftchain.IsoInet,
 		Maps: []nftchain.Map{nftchain.Maps["icc_addrs4"], nftchain.Maps["icc_addrs6"],

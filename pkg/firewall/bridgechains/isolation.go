@@ -1,30 +1,4 @@
-// Package isolation is the isolation of bridge networks (the bridge
-// plugin's icc and isolate keys), whatever backend writes the other rules:
-// the bridged half needs the bridge family, which iptables lacks, so all of
-// it is nftables, in two tables named cnisuite_isolate:
-//
-//   - bridge: frames between two ports of a bridge. With icc off, an
-//     owner's port is a key of both maps icc_from and icc_to, so a frame
-//     from one such port to another is dropped, with or without
-//     br_netfilter.
-//   - inet: forwarded packets (base chain forward). Replies and DNATed
-//     (port-mapped) connections are accepted first. With icc off, packets
-//     routed from the bridge back to an owner's address are dropped (map
-//     icc_addrs4/6). With isolate, the network's chain (map iso_from,
-//     keyed by its bridge) sends packets leaving the bridge for another
-//     isolated bridge to that bridge's drop chain (map iso_to); "strict"
-//     also drops what the bridge forwards to or receives from any interface
-//     but itself and the node's uplinks (map iso_into).
-//
-// The per-bridge chains are network chains (nftchain.NetChainName), shared
-// by the network's owners; each owner holds them with jumps from its own
-// chain ih-…, so that the kernel refuses to delete them until the
-// network's last owner is gone (nftchain.ReleaseNet).
-//
-// The nftables backend writes Chains in its own transaction; the iptables
-// backend in one with the spoof check (iptables.NFTChains). Removal and GC are nftchain's, with every
-// other chain of the owner.
-package isolation
+package bridgechains
 
 import (
 	"slices"
@@ -36,8 +10,8 @@ import (
 	"cnisuite/pkg/firewall/nftrule"
 )
 
-// Chains returns the owner chains and the network chains iso needs.
-func Chains(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
+// Isolation returns the owner chains and the network chains iso needs.
+func Isolation(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
 	var out []nftchain.Chain
 	if iso.NoICC {
 		out = append(out, iccChains(o, iso)...)

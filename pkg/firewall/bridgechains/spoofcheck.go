@@ -1,14 +1,4 @@
-// Package spoofcheck is the bridge-family MAC and IP spoof check of an
-// attachment, whatever backend writes the other rules: iptables has no
-// bridge family, so the check is always an nftables chain in table bridge
-// cnisuite_spoofcheck, reached through the map ifaces keyed by the host
-// end of the container's veth.
-//
-// The nftables backend writes Chain in the same transaction as its other
-// chains; the iptables backend in one with the isolation (NFTChains), both
-// over netlink. Removal and GC of
-// the chains are nftchain's, with every other chain of the owner.
-package spoofcheck
+package bridgechains
 
 import (
 	"github.com/google/nftables/expr"
@@ -18,10 +8,10 @@ import (
 	"cnisuite/pkg/firewall/nftrule"
 )
 
-// Skeleton returns the table's maps and base chain: every frame entering
+// SpoofSkeleton returns the table's maps and base chain: every frame entering
 // the bridge goes through the map of host interfaces, before anything else
 // (priority -300).
-func Skeleton() nftchain.Skeleton {
+func SpoofSkeleton() nftchain.Skeleton {
 	return nftchain.Skeleton{Table: nftchain.Spoof, Maps: []nftchain.Map{nftchain.Maps["ifaces"]}, Chains: []nftchain.Base{{
 		Name: "prerouting", Hook: nftchain.HookPrerouting("filter", -300, "-300"),
 		Rules: []nftchain.Rule{nftchain.Build(nil,
@@ -29,11 +19,11 @@ func Skeleton() nftchain.Skeleton {
 	}}}
 }
 
-// Chain returns the owner chain that drops frames from the host veth with
+// SpoofCheck returns the owner chain that drops frames from the host veth with
 // a foreign source: one rule for the MAC, and per family present in IPs
 // one for the IP source (and ARP's sender address with IPv4), each
 // against an anonymous set.
-func Chain(o fwtypes.Owner, sc *fwtypes.SpoofCheck) nftchain.Chain {
+func SpoofCheck(o fwtypes.Owner, sc *fwtypes.SpoofCheck) nftchain.Chain {
 	c := nftchain.Chain{Table: nftchain.Spoof, Name: nftchain.ChainName(nftchain.PrefixSpoof, o)}
 	elem := &nftchain.Elem{Set: "ifaces", Key: `"` + sc.HostIface + `"`}
 	c.Rules = append(c.Rules, nftchain.Build(elem, nftrule.EtherSaddr(sc.MAC, true), nftrule.Drop))
