@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"cnisuite/pkg/firewall/iptables/natchain"
-	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/test/fwtest"
 	"cnisuite/test/sandbox"
 )
@@ -90,7 +90,7 @@ func TestCheckDetectsDeletedRule(t *testing.T) {
 		defer b.Remove(ctx, fwtest.PortOwner)
 		var cmd *exec.Cmd
 		if kind == KindNFTables {
-			cmd = exec.Command("nft", "flush", "chain", "ip", "cnisuite_portmap", nftchain.ChainName(nftchain.PrefixDNAT, fwtest.PortOwner))
+			cmd = exec.Command("nft", "flush", "chain", "ip", "cnisuite_portmap", nftmodel.ChainName(nftmodel.PrefixDNAT, fwtest.PortOwner))
 		} else {
 			cmd = exec.Command("iptables", "-t", "nat", "-D", natchain.ChainName(natchain.PrefixDNAT, fwtest.PortOwner), "1")
 		}
@@ -142,7 +142,7 @@ func ownerPresent(t *testing.T, kind string, o Owner) bool {
 		err := exec.Command("iptables", "-w", "-t", "nat", "-S", natchain.ChainName(natchain.PrefixMasq, o)).Run()
 		return err == nil
 	}
-	return strings.Contains(fwtest.Ruleset(t), nftchain.ChainName(nftchain.PrefixMasq, o))
+	return strings.Contains(fwtest.Ruleset(t), nftmodel.ChainName(nftmodel.PrefixMasq, o))
 }
 
 // TestEnsureTwiceDeletesNothing shows that a repeated Ensure of the same

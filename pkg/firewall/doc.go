@@ -13,28 +13,28 @@
 // Imports point only down this list; the two backends never import each
 // other.
 //
-//	firewall             New (backend selection), Fake, Render; the names below
-//	firewall/nftables    the nftables backend: masquerade and port-mapping chains
-//	firewall/iptables    the iptables backend: one writer per node kind, legacy
-//	                     (iptables-restore) or iptables-nft (netlink)
-//	iptables/natchain    its owner chains of table nat: rules as tokens,
-//	                     iptables-restore payloads
-//	iptables/xtnft       the same tokens encoded as iptables-nft does
-//	firewall/bridgechains the bridge-family spoof check and the bridge's icc
-//	                     and isolate, whatever the backend
-//	firewall/reference   the reference plugins' rules, removed by both backends
-//	firewall/nftchain    our nftables tables, maps and owner chains, rendered
-//	                     as an nft script or one netlink batch
-//	firewall/nftrule     one nftables rule as typed parts: its nft text and
-//	                     its kernel expressions derive from them
-//	firewall/fwtypes     Owner, Rules, Backend, ErrMissing, ErrConflict
-//	netfilter            the nfnetlink socket, batches, rule decoding, the
-//	                     post-delete wait
+//	firewall               New (backend selection), Fake, Render; the names below
+//	firewall/nftables      the nftables backend: masquerade and port-mapping chains
+//	firewall/iptables      the iptables backend: one writer per node kind, legacy
+//	                       (iptables-restore) or iptables-nft (netlink)
+//	iptables/natchain      its owner chains of table nat: rules as tokens,
+//	                       iptables-restore payloads
+//	iptables/xtnft         the same tokens encoded as iptables-nft does
+//	firewall/bridgechains  the bridge-family spoof check and the bridge's icc
+//	                       and isolate, whatever the backend
+//	firewall/reference     the reference plugins' rules, removed by both backends
+//	firewall/nftmodel      our nftables tables, maps and owner chains, rendered
+//	                       as an nft script or one netlink batch
+//	firewall/nftrule       one nftables rule as typed parts: its nft text and
+//	                       its kernel expressions derive from them
+//	firewall/fwapi         Owner, Rules, Backend, ErrMissing, ErrConflict
+//	netfilter              the nfnetlink socket, batches, rule decoding, the
+//	                       post-delete wait
 //
 // New constructs the backends, so they cannot import this package: the
-// vocabulary they share lives in fwtypes, and this package re-exports it
+// vocabulary they share lives in fwapi, and this package re-exports it
 // under its own names (type aliases), so plugins import only firewall.
-// nftchain sits below bridgechains and both backends because all three write
+// nftmodel sits below bridgechains and both backends because all three write
 // or remove chains of our nftables tables; reference is a sibling of it,
 // joined to a removal by the backend that runs it.
 //
@@ -58,7 +58,7 @@
 // only rules with user conditions go through `nft -f -`. An ADD, fresh or repeated, deletes
 // nothing; DEL cannot avoid deleting, so its socket is handed to a helper
 // process that sits out the kernel's wait (pkg/netfilter, pkg/helper).
-// See packages nftables and nftchain.
+// See packages nftables and nftmodel.
 //
 // # iptables
 //
@@ -75,7 +75,7 @@
 // Isolation has chains shared by every owner of a network; each owner
 // holds them with jumps from a chain of its own, and Remove and GC delete
 // them only once the kernel's use count shows no owner holds them (package
-// isolation, nftchain.ReleaseNet).
+// isolation, nftmodel.ReleaseNet).
 //
 // # Rules of the reference plugins
 //

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"sync"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/firewall/nftables"
-	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/types"
 )
 
@@ -75,7 +75,7 @@ func heldKeys(r Rules) map[string]bool {
 			if v4 && pm.ContainerV4 == nil || !v4 && pm.ContainerV6 == nil {
 				continue
 			}
-			for _, m := range fwtypes.ForFamily(pm.Mappings, v4) {
+			for _, m := range fwapi.ForFamily(pm.Mappings, v4) {
 				host := "*"
 				if h := m.SpecificHost(); h != nil {
 					host = h.String()
@@ -190,7 +190,7 @@ func (f *Fake) render(o Owner, r Rules) string {
 func Render(kind string, o Owner, r Rules) string {
 	var guard string
 	if r.NeedsLocalnetGuard() {
-		guard = "# localnet guard (nft)\n" + strings.Join(nftchain.LocalnetGuard().Lines(), "\n") + "\n"
+		guard = "# localnet guard (nft)\n" + strings.Join(nftmodel.LocalnetGuard().Lines(), "\n") + "\n"
 	}
 	if kind != KindIPTables {
 		return nftables.Script(o, r) + guard

@@ -3,47 +3,47 @@ package firewall
 import (
 	"context"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables"
 	"cnisuite/pkg/firewall/nftables"
 	"cnisuite/pkg/types"
 )
 
-// The shared vocabulary lives in package fwtypes, below the backends, so
+// The shared vocabulary lives in package fwapi, below the backends, so
 // that they need not import this package; these names keep it at hand for
 // plugins.
 type (
-	// Owner identifies one attachment (fwtypes.Owner).
-	Owner = fwtypes.Owner
-	// Rules is everything one attachment wants (fwtypes.Rules).
-	Rules = fwtypes.Rules
-	// Masq is one masqueraded container address (fwtypes.Masq).
-	Masq = fwtypes.Masq
-	// SpoofCheck is the MAC/IP spoof check of a veth (fwtypes.SpoofCheck).
-	SpoofCheck = fwtypes.SpoofCheck
-	// PortMaps forwards host ports to one container (fwtypes.PortMaps).
-	PortMaps = fwtypes.PortMaps
+	// Owner identifies one attachment (fwapi.Owner).
+	Owner = fwapi.Owner
+	// Rules is everything one attachment wants (fwapi.Rules).
+	Rules = fwapi.Rules
+	// Masq is one masqueraded container address (fwapi.Masq).
+	Masq = fwapi.Masq
+	// SpoofCheck is the MAC/IP spoof check of a veth (fwapi.SpoofCheck).
+	SpoofCheck = fwapi.SpoofCheck
+	// PortMaps forwards host ports to one container (fwapi.PortMaps).
+	PortMaps = fwapi.PortMaps
 	// Isolation is the icc and isolate of a bridge attachment
-	// (fwtypes.Isolation).
-	Isolation = fwtypes.Isolation
-	// PortMapping is one forwarded host port (fwtypes.PortMapping).
-	PortMapping = fwtypes.PortMapping
-	// Backend programs the rules of attachments (fwtypes.Backend).
-	Backend = fwtypes.Backend
-	// MappingReader reads the host ports back (fwtypes.MappingReader).
-	MappingReader = fwtypes.MappingReader
+	// (fwapi.Isolation).
+	Isolation = fwapi.Isolation
+	// PortMapping is one forwarded host port (fwapi.PortMapping).
+	PortMapping = fwapi.PortMapping
+	// Backend programs the rules of attachments (fwapi.Backend).
+	Backend = fwapi.Backend
+	// MappingReader reads the host ports back (fwapi.MappingReader).
+	MappingReader = fwapi.MappingReader
 )
 
 // Plugin names an Owner may carry.
 const (
-	PluginBridge  = fwtypes.PluginBridge
-	PluginPortmap = fwtypes.PluginPortmap
+	PluginBridge  = fwapi.PluginBridge
+	PluginPortmap = fwapi.PluginPortmap
 )
 
 // Isolate modes of Isolation.Isolate.
 const (
-	IsolateOn     = fwtypes.IsolateOn
-	IsolateStrict = fwtypes.IsolateStrict
+	IsolateOn     = fwapi.IsolateOn
+	IsolateStrict = fwapi.IsolateStrict
 )
 
 // Backend kinds accepted by New.
@@ -53,11 +53,11 @@ const (
 )
 
 // ErrMissing is wrapped by Check when a rule is not in place.
-var ErrMissing = fwtypes.ErrMissing
+var ErrMissing = fwapi.ErrMissing
 
 // ErrConflict is wrapped by Ensure when another owner holds a host port or
 // an address the rules need.
-var ErrConflict = fwtypes.ErrConflict
+var ErrConflict = fwapi.ErrConflict
 
 // New returns the backend of the given kind; "" picks iptables when it is
 // usable and nftables otherwise, once per call and without starting a

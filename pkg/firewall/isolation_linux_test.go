@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/fwapi"
+	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/test/fwtest"
 )
 
@@ -17,8 +17,8 @@ import (
 // off, on bridge isobr.
 func isoOwner(id string, n int) (Owner, Rules) {
 	o := Owner{Plugin: PluginBridge, Network: "isonet", ContainerID: id, IfName: "eth0"}
-	return o, Rules{Isolation: &fwtypes.Isolation{
-		Bridge: "isobr", HostIface: "veth" + id, NoICC: true, Isolate: fwtypes.IsolateStrict, Uplinks: []string{"eth0"},
+	return o, Rules{Isolation: &fwapi.Isolation{
+		Bridge: "isobr", HostIface: "veth" + id, NoICC: true, Isolate: fwapi.IsolateStrict, Uplinks: []string{"eth0"},
 		IPs: []net.IP{net.IPv4(10, 77, 0, byte(n)), net.ParseIP("fd00:77::" + string(rune('0'+n)))},
 	}}
 }
@@ -27,7 +27,7 @@ func isoOwner(id string, n int) (Owner, Rules) {
 func netChainsPresent(t *testing.T, o Owner) []string {
 	var out []string
 	rs := fwtest.Ruleset(t)
-	for _, c := range nftchain.NetChains(o) {
+	for _, c := range nftmodel.NetChains(o) {
 		if strings.Contains(rs, "chain "+c.Name+" {") {
 			out = append(out, c.Name)
 		}
@@ -63,7 +63,7 @@ func TestIsolationLifecycle(t *testing.T) {
 		if err := b.Check(ctx, c, rc); err != nil {
 			t.Errorf("Check(c) after Remove(a) = %v, want nil", err)
 		}
-		flush := exec.Command("nft", "flush", "chain", "inet", "cnisuite_isolate", nftchain.NetChainName(nftchain.PrefixIsoFrom, c))
+		flush := exec.Command("nft", "flush", "chain", "inet", "cnisuite_isolate", nftmodel.NetChainName(nftmodel.PrefixIsoFrom, c))
 		if out, err := flush.CombinedOutput(); err != nil {
 			t.Fatalf("%v: %v: %s", flush, err, out)
 		}

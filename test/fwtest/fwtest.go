@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/helper"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/test/sandbox"
@@ -38,16 +38,16 @@ func CIDR(t testing.TB, s string) *net.IPNet {
 
 // The owners of the tests.
 var (
-	BridgeOwner = fwtypes.Owner{Plugin: fwtypes.PluginBridge, Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
-	PortOwner   = fwtypes.Owner{Plugin: fwtypes.PluginPortmap, Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
+	BridgeOwner = fwapi.Owner{Plugin: fwapi.PluginBridge, Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
+	PortOwner   = fwapi.Owner{Plugin: fwapi.PluginPortmap, Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
 )
 
 // PortRules returns dual-stack port mappings with SNAT, changed by mod.
-func PortRules(t testing.TB, mod func(*fwtypes.PortMaps)) fwtypes.Rules {
-	pm := &fwtypes.PortMaps{
+func PortRules(t testing.TB, mod func(*fwapi.PortMaps)) fwapi.Rules {
+	pm := &fwapi.PortMaps{
 		ContainerV4: CIDR(t, "10.88.0.2/16"),
 		ContainerV6: CIDR(t, "fd00:88::2/64"),
-		Mappings: []fwtypes.PortMapping{
+		Mappings: []fwapi.PortMapping{
 			{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"},
 			{HostPort: 5353, ContainerPort: 53, Protocol: "udp"},
 		},
@@ -55,23 +55,23 @@ func PortRules(t testing.TB, mod func(*fwtypes.PortMaps)) fwtypes.Rules {
 		MarkBit: 13,
 	}
 	mod(pm)
-	return fwtypes.Rules{PortMaps: pm}
+	return fwapi.Rules{PortMaps: pm}
 }
 
 // BridgeRules returns dual-stack masquerade with a spoof check.
-func BridgeRules(t testing.TB) fwtypes.Rules {
+func BridgeRules(t testing.TB) fwapi.Rules {
 	mac := []byte{0x0a, 0x58, 0, 0, 0, 2}
-	return fwtypes.Rules{
-		Masq:       []fwtypes.Masq{{Addr: *CIDR(t, "10.88.0.2/16")}, {Addr: *CIDR(t, "fd00:88::2/64")}},
-		SpoofCheck: &fwtypes.SpoofCheck{HostIface: "veth1234", MAC: mac, IPs: []net.IP{net.ParseIP("10.88.0.2")}},
+	return fwapi.Rules{
+		Masq:       []fwapi.Masq{{Addr: *CIDR(t, "10.88.0.2/16")}, {Addr: *CIDR(t, "fd00:88::2/64")}},
+		SpoofCheck: &fwapi.SpoofCheck{HostIface: "veth1234", MAC: mac, IPs: []net.IP{net.ParseIP("10.88.0.2")}},
 	}
 }
 
 // Case is one owner with its rules.
 type Case struct {
 	Name  string
-	Owner fwtypes.Owner
-	Rules fwtypes.Rules
+	Owner fwapi.Owner
+	Rules fwapi.Rules
 }
 
 // RuleCases are the cases of the golden files (<name>.<kind>.golden): a
@@ -79,54 +79,54 @@ type Case struct {
 func RuleCases(t testing.TB) []Case {
 	mac, _ := net.ParseMAC("0a:58:0a:58:00:02")
 	return []Case{
-		{"masq_v4", BridgeOwner, fwtypes.Rules{Masq: []fwtypes.Masq{{Addr: *CIDR(t, "10.88.0.2/16")}}}},
-		{"masq_dual", BridgeOwner, fwtypes.Rules{Masq: []fwtypes.Masq{{Addr: *CIDR(t, "10.88.0.2/16")}, {Addr: *CIDR(t, "fd00:88::2/64")}}}},
-		{"spoofcheck", BridgeOwner, fwtypes.Rules{SpoofCheck: &fwtypes.SpoofCheck{HostIface: "veth1234", MAC: mac,
+		{"masq_v4", BridgeOwner, fwapi.Rules{Masq: []fwapi.Masq{{Addr: *CIDR(t, "10.88.0.2/16")}}}},
+		{"masq_dual", BridgeOwner, fwapi.Rules{Masq: []fwapi.Masq{{Addr: *CIDR(t, "10.88.0.2/16")}, {Addr: *CIDR(t, "fd00:88::2/64")}}}},
+		{"spoofcheck", BridgeOwner, fwapi.Rules{SpoofCheck: &fwapi.SpoofCheck{HostIface: "veth1234", MAC: mac,
 			IPs: []net.IP{net.ParseIP("10.88.0.2"), net.ParseIP("fd00:88::2")}}}},
-		{"portmap_v4", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV6 = nil })},
-		{"portmap_v6", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV4 = nil })},
-		{"portmap_dual", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) {})},
-		{"portmap_hostip", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) {
-			p.Mappings = []fwtypes.PortMapping{
+		{"portmap_v4", PortOwner, PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6 = nil })},
+		{"portmap_v6", PortOwner, PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV4 = nil })},
+		{"portmap_dual", PortOwner, PortRules(t, func(p *fwapi.PortMaps) {})},
+		{"portmap_hostip", PortOwner, PortRules(t, func(p *fwapi.PortMaps) {
+			p.Mappings = []fwapi.PortMapping{
 				{HostPort: 8080, ContainerPort: 80, Protocol: "tcp", HostIP: net.ParseIP("192.0.2.10")},
 				{HostPort: 8443, ContainerPort: 443, Protocol: "tcp", HostIP: net.ParseIP("0.0.0.0")},
 				{HostPort: 9090, ContainerPort: 90, Protocol: "sctp", HostIP: net.ParseIP("2001:db8::10")},
 			}
 		})},
-		{"portmap_snat_off", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.SNAT = false })},
-		{"portmap_masqall", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.MasqAll = true })},
-		{"portmap_conditions_nft", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) {
+		{"portmap_snat_off", PortOwner, PortRules(t, func(p *fwapi.PortMaps) { p.SNAT = false })},
+		{"portmap_masqall", PortOwner, PortRules(t, func(p *fwapi.PortMaps) { p.MasqAll = true })},
+		{"portmap_conditions_nft", PortOwner, PortRules(t, func(p *fwapi.PortMaps) {
 			p.ConditionsV4 = []string{"ip", "saddr", "!=", "192.0.2.0/24"}
 			p.ConditionsV6 = []string{"ip6", "saddr", "!=", "2001:db8::/32"}
 		})},
-		{"portmap_conditions_ipt", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) {
+		{"portmap_conditions_ipt", PortOwner, PortRules(t, func(p *fwapi.PortMaps) {
 			p.ConditionsV4 = []string{"!", "-s", "192.0.2.0/24"}
 			p.ConditionsV6 = []string{"!", "-s", "2001:db8::/32"}
 		})},
-		{"portmap_conditions_dest_ipt", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) {
+		{"portmap_conditions_dest_ipt", PortOwner, PortRules(t, func(p *fwapi.PortMaps) {
 			p.ConditionsV4 = []string{"!", "--destination", "10.96.0.0/12"}
 			p.ConditionsV6 = []string{"!", "-d", "fd00:96::/108"}
-			p.Mappings = []fwtypes.PortMapping{
+			p.Mappings = []fwapi.PortMapping{
 				{HostPort: 8080, ContainerPort: 80, Protocol: "tcp", HostIP: net.ParseIP("192.0.2.10")},
 				{HostPort: 8443, ContainerPort: 443, Protocol: "tcp", HostIP: net.ParseIP("2001:db8::10")},
 			}
 		})},
-		{"portmap_markbit", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.MarkBit = 5 })},
-		{"portmap_external_mark", PortOwner, PortRules(t, func(p *fwtypes.PortMaps) { p.ExternalSetMarkChain = "KUBE-MARK-MASQ" })},
-		{"icc_off", BridgeOwner, IsolationRules(func(i *fwtypes.Isolation) { i.NoICC = true })},
-		{"isolate", BridgeOwner, IsolationRules(func(i *fwtypes.Isolation) { i.Isolate = fwtypes.IsolateOn })},
-		{"isolate_strict_icc_off", BridgeOwner, IsolationRules(func(i *fwtypes.Isolation) {
-			i.NoICC, i.Isolate, i.Uplinks = true, fwtypes.IsolateStrict, []string{"eth1", "eth0"}
+		{"portmap_markbit", PortOwner, PortRules(t, func(p *fwapi.PortMaps) { p.MarkBit = 5 })},
+		{"portmap_external_mark", PortOwner, PortRules(t, func(p *fwapi.PortMaps) { p.ExternalSetMarkChain = "KUBE-MARK-MASQ" })},
+		{"icc_off", BridgeOwner, IsolationRules(func(i *fwapi.Isolation) { i.NoICC = true })},
+		{"isolate", BridgeOwner, IsolationRules(func(i *fwapi.Isolation) { i.Isolate = fwapi.IsolateOn })},
+		{"isolate_strict_icc_off", BridgeOwner, IsolationRules(func(i *fwapi.Isolation) {
+			i.NoICC, i.Isolate, i.Uplinks = true, fwapi.IsolateStrict, []string{"eth1", "eth0"}
 		})},
 	}
 }
 
 // IsolationRules returns a dual-stack attachment's isolation, changed by mod.
-func IsolationRules(mod func(*fwtypes.Isolation)) fwtypes.Rules {
-	iso := &fwtypes.Isolation{Bridge: "cni0", HostIface: "veth1234",
+func IsolationRules(mod func(*fwapi.Isolation)) fwapi.Rules {
+	iso := &fwapi.Isolation{Bridge: "cni0", HostIface: "veth1234",
 		IPs: []net.IP{net.ParseIP("10.88.0.2"), net.ParseIP("fd00:88::2")}}
 	mod(iso)
-	return fwtypes.Rules{Isolation: iso}
+	return fwapi.Rules{Isolation: iso}
 }
 
 // InNS runs fn inside a fresh network namespace, so each test starts from

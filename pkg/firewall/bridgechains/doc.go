@@ -2,7 +2,7 @@
 // either backend writes, since iptables has no bridge family: the MAC/IP
 // spoof check and the isolation of bridge networks (icc, isolate). Both
 // backends write them in one netlink transaction; removal and GC are
-// nftchain's, with every other chain of the owner.
+// nftmodel's, with every other chain of the owner.
 //
 // # Spoof check
 //
@@ -28,8 +28,8 @@
 //     also drops what the bridge forwards to or receives from any interface
 //     but itself and the node's uplinks (map iso_into).
 //
-// The per-bridge chains are network chains (nftchain.NetChainName), shared
+// The per-bridge chains are network chains (nftmodel.NetChainName), shared
 // by the network's owners; each owner holds them with jumps from its own
 // chain ih-…, so that the kernel refuses to delete them until the
-// network's last owner is gone (nftchain.ReleaseNet).
+// network's last owner is gone (nftmodel.ReleaseNet).
 package bridgechains

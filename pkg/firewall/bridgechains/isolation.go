@@ -5,14 +5,14 @@ import (
 
 	"github.com/google/nftables/expr"
 
-	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/fwapi"
+	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/firewall/nftrule"
 )
 
 // Isolation returns the owner chains and the network chains iso needs.
-func Isolation(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
-	var out []nftchain.Chain
+func Isolation(o fwapi.Owner, iso *fwapi.Isolation) []nftmodel.Chain {
+	var out []nftmodel.Chain
 	if iso.NoICC {
 		out = append(out, iccChains(o, iso)...)
 	}
@@ -24,23 +24,23 @@ func Isolation(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
 
 // iccChains drop frames between the owner's port and the port of any other
 // owner with icc off, and packets routed from the bridge to its addresses.
-func iccChains(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
+func iccChains(o fwapi.Owner, iso *fwapi.Isolation) []nftmodel.Chain {
 	port := quote(iso.HostIface)
 	oif := &expr.Meta{Key: expr.MetaKeyOIFNAME, Register: nftrule.Reg1}
-	from := nftchain.Chain{Table: nftchain.IsoBridge, Name: nftchain.ChainName(nftchain.PrefixICCFrom, o), Rules: []nftchain.Rule{
-		nftchain.Build(&nftchain.Elem{Set: "icc_from", Key: port}, nftrule.VmapOf("oifname", "icc_to", oif)),
+	from := nftmodel.Chain{Table: nftmodel.IsoBridge, Name: nftmodel.ChainName(nftmodel.PrefixICCFrom, o), Rules: []nftmodel.Rule{
+		nftmodel.Build(&nftmodel.Elem{Set: "icc_from", Key: port}, nftrule.VmapOf("oifname", "icc_to", oif)),
 	}}
-	to := nftchain.Chain{Table: nftchain.IsoBridge, Name: nftchain.ChainName(nftchain.PrefixICCTo, o), Rules: []nftchain.Rule{
-		nftchain.Build(&nftchain.Elem{Set: "icc_to", Key: port}, nftrule.Drop),
+	to := nftmodel.Chain{Table: nftmodel.IsoBridge, Name: nftmodel.ChainName(nftmodel.PrefixICCTo, o), Rules: []nftmodel.Rule{
+		nftmodel.Build(&nftmodel.Elem{Set: "icc_to", Key: port}, nftrule.Drop),
 	}}
-	out := []nftchain.Chain{from, to}
-	routed := nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.ChainName(nftchain.PrefixICCIP, o)}
+	out := []nftmodel.Chain{from, to}
+	routed := nftmodel.Chain{Table: nftmodel.IsoInet, Name: nftmodel.ChainName(nftmodel.PrefixICCIP, o)}
 	for _, ip := range iso.IPs {
 		set := "icc_addrs6"
-		if fwtypes.IsV4(ip) {
+		if fwapi.IsV4(ip) {
 			set = "icc_addrs4"
 		}
-		routed.Rules = append(routed.Rules, nftchain.Build(&nftchain.Elem{Set: set, Key: ip.String()},
+		routed.Rules = append(routed.Rules, nftmodel.Build(&nftmodel.Elem{Set: set, Key: ip.String()},
 			nftrule.IfName(true, iso.Bridge, false), nftrule.Drop))
 	}
 	if len(routed.Rules) > 0 {
@@ -51,29 +51,29 @@ func iccChains(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
 
 // isolateChains are the network chains of the owner's bridge and the
 // owner's hold on them.
-func isolateChains(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
+func isolateChains(o fwapi.Owner, iso *fwapi.Isolation) []nftmodel.Chain {
 	br := quote(iso.Bridge)
-	fromElem := &nftchain.Elem{Set: "iso_from", Key: br}
-	from := nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.NetChainName(nftchain.PrefixIsoFrom, o)}
-	to := nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.NetChainName(nftchain.PrefixIsoTo, o), Rules: []nftchain.Rule{
-		nftchain.Build(&nftchain.Elem{Set: "iso_to", Key: br}, nftrule.Drop),
+	fromElem := &nftmodel.Elem{Set: "iso_from", Key: br}
+	from := nftmodel.Chain{Table: nftmodel.IsoInet, Name: nftmodel.NetChainName(nftmodel.PrefixIsoFrom, o)}
+	to := nftmodel.Chain{Table: nftmodel.IsoInet, Name: nftmodel.NetChainName(nftmodel.PrefixIsoTo, o), Rules: []nftmodel.Rule{
+		nftmodel.Build(&nftmodel.Elem{Set: "iso_to", Key: br}, nftrule.Drop),
 	}}
-	var into *nftchain.Chain
-	if iso.Isolate == fwtypes.IsolateStrict {
+	var into *nftmodel.Chain
+	if iso.Isolate == fwapi.IsolateStrict {
 		from.Rules = append(from.Rules, notAllowed(false, iso, fromElem))
-		into = &nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.NetChainName(nftchain.PrefixIsoInto, o), Rules: []nftchain.Rule{
-			notAllowed(true, iso, &nftchain.Elem{Set: "iso_into", Key: br}),
+		into = &nftmodel.Chain{Table: nftmodel.IsoInet, Name: nftmodel.NetChainName(nftmodel.PrefixIsoInto, o), Rules: []nftmodel.Rule{
+			notAllowed(true, iso, &nftmodel.Elem{Set: "iso_into", Key: br}),
 		}}
 	}
-	from.Rules = append(from.Rules, nftchain.Build(fromElem, nftrule.IfName(false, iso.Bridge, true),
+	from.Rules = append(from.Rules, nftmodel.Build(fromElem, nftrule.IfName(false, iso.Bridge, true),
 		nftrule.VmapOf("oifname", "iso_to", &expr.Meta{Key: expr.MetaKeyOIFNAME, Register: nftrule.Reg1})))
-	shared := []nftchain.Chain{from, to}
+	shared := []nftmodel.Chain{from, to}
 	if into != nil {
 		shared = append(shared, *into)
 	}
-	hold := nftchain.Chain{Table: nftchain.IsoInet, Name: nftchain.ChainName(nftchain.PrefixIsoHold, o)}
+	hold := nftmodel.Chain{Table: nftmodel.IsoInet, Name: nftmodel.ChainName(nftmodel.PrefixIsoHold, o)}
 	for _, c := range shared {
-		hold.Rules = append(hold.Rules, nftchain.Build(nil, nftrule.Jump(c.Name)))
+		hold.Rules = append(hold.Rules, nftmodel.Build(nil, nftrule.Jump(c.Name)))
 	}
 	return append(shared, hold)
 }
@@ -81,7 +81,7 @@ func isolateChains(o fwtypes.Owner, iso *fwtypes.Isolation) []nftchain.Chain {
 // notAllowed drops what comes in through (iif) or goes out of any
 // interface but the bridge and the uplinks.
 // Equivalent to: oifname != { "<bridge>", "<uplink>", … } drop
-func notAllowed(iif bool, iso *fwtypes.Isolation, elem *nftchain.Elem) nftchain.Rule {
+func notAllowed(iif bool, iso *fwapi.Isolation, elem *nftmodel.Elem) nftmodel.Rule {
 	names := []string{iso.Bridge}
 	for _, u := range iso.Uplinks {
 		if !slices.Contains(names, u) {
@@ -92,7 +92,7 @@ func notAllowed(iif bool, iso *fwtypes.Isolation, elem *nftchain.Elem) nftchain.
 	if iif {
 		word, key = "iifname", expr.MetaKeyIIFNAME
 	}
-	return nftchain.Build(elem, nftrule.NotIn(word, nftrule.Set{Type: "ifname", Items: names},
+	return nftmodel.Build(elem, nftrule.NotIn(word, nftrule.Set{Type: "ifname", Items: names},
 		&expr.Meta{Key: key, Register: nftrule.Reg1}), nftrule.Drop)
 }
 

@@ -3,27 +3,27 @@ package bridgechains
 import (
 	"github.com/google/nftables/expr"
 
-	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
 )
 
 // IsolationSkeletons returns both tables' maps and base chains.
-func IsolationSkeletons() []nftchain.Skeleton {
-	return []nftchain.Skeleton{IsoBridgeSkeleton(), IsoInetSkeleton()}
+func IsolationSkeletons() []nftmodel.Skeleton {
+	return []nftmodel.Skeleton{IsoBridgeSkeleton(), IsoInetSkeleton()}
 }
 
 // IsoBridgeSkeleton: every frame the bridge forwards from one port to another
 // goes through the map of icc-off ports it came from.
-func IsoBridgeSkeleton() nftchain.Skeleton {
-	return nftchain.Skeleton{
-		Table: nftchain.IsoBridge,
-		Maps:  []nftchain.Map{nftchain.Maps["icc_from"], nftchain.Maps["icc_to"]},
-		Chains: []nftchain.Base{{
+func IsoBridgeSkeleton() nftmodel.Skeleton {
+	return nftmodel.Skeleton{
+		Table: nftmodel.IsoBridge,
+		Maps:  []nftmodel.Map{nftmodel.Maps["icc_from"], nftmodel.Maps["icc_to"]},
+		Chains: []nftmodel.Base{{
 			Name: "forward",
-			Hook: &nftchain.Hook{Hook: netfilter.Hook{Type: "filter", Num: 2, Prio: -200},
+			Hook: &nftmodel.Hook{Hook: netfilter.Hook{Type: "filter", Num: 2, Prio: -200},
 				Text: "type filter hook forward priority -200; policy accept;"},
-			Rules: []nftchain.Rule{nftchain.Build(nil, nftrule.VmapOf("iifname", "icc_from", meta(expr.MetaKeyIIFNAME)))},
+			Rules: []nftmodel.Rule{nftmodel.Build(nil, nftrule.VmapOf("iifname", "icc_from", meta(expr.MetaKeyIIFNAME)))},
 		}},
 	}
 }
@@ -31,22 +31,22 @@ func IsoBridgeSkeleton() nftchain.Skeleton {
 // IsoInetSkeleton: forwarded packets, replies and port mappings accepted
 // first, then dispatched by destination address (icc) and by the bridge
 // they leave or enter (isolate).
-func IsoInetSkeleton() nftchain.Skeleton {
-	return nftchain.Skeleton{
-		Table: nftchain.IsoInet,
-		Maps: []nftchain.Map{nftchain.Maps["icc_addrs4"], nftchain.Maps["icc_addrs6"],
-			nftchain.Maps["iso_from"], nftchain.Maps["iso_to"], nftchain.Maps["iso_into"]},
-		Chains: []nftchain.Base{{
+func IsoInetSkeleton() nftmodel.Skeleton {
+	return nftmodel.Skeleton{
+		Table: nftmodel.IsoInet,
+		Maps: []nftmodel.Map{nftmodel.Maps["icc_addrs4"], nftmodel.Maps["icc_addrs6"],
+			nftmodel.Maps["iso_from"], nftmodel.Maps["iso_to"], nftmodel.Maps["iso_into"]},
+		Chains: []nftmodel.Base{{
 			Name: "forward",
-			Hook: &nftchain.Hook{Hook: netfilter.Hook{Type: "filter", Num: 2, Prio: 0},
+			Hook: &nftmodel.Hook{Hook: netfilter.Hook{Type: "filter", Num: 2, Prio: 0},
 				Text: "type filter hook forward priority 0; policy accept;"},
-			Rules: []nftchain.Rule{
-				nftchain.Build(nil, nftrule.Ct("state", "established,related", 0x2|0x4), nftrule.Accept),
-				nftchain.Build(nil, nftrule.Ct("status", "dnat", 0x20), nftrule.Accept), // IPS_DST_NAT
-				nftchain.Build(nil, daddrVmap(true, "icc_addrs4")),
-				nftchain.Build(nil, daddrVmap(false, "icc_addrs6")),
-				nftchain.Build(nil, nftrule.VmapOf("iifname", "iso_from", meta(expr.MetaKeyIIFNAME))),
-				nftchain.Build(nil, nftrule.VmapOf("oifname", "iso_into", meta(expr.MetaKeyOIFNAME))),
+			Rules: []nftmodel.Rule{
+				nftmodel.Build(nil, nftrule.Ct("state", "established,related", 0x2|0x4), nftrule.Accept),
+				nftmodel.Build(nil, nftrule.Ct("status", "dnat", 0x20), nftrule.Accept), // IPS_DST_NAT
+				nftmodel.Build(nil, daddrVmap(true, "icc_addrs4")),
+				nftmodel.Build(nil, daddrVmap(false, "icc_addrs6")),
+				nftmodel.Build(nil, nftrule.VmapOf("iifname", "iso_from", meta(expr.MetaKeyIIFNAME))),
+				nftmodel.Build(nil, nftrule.VmapOf("oifname", "iso_into", meta(expr.MetaKeyOIFNAME))),
 			},
 		}},
 	}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
-	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/firewall/reference"
 	"cnisuite/pkg/netfilter"
 )
@@ -27,17 +27,17 @@ type Backend struct {
 type writer interface {
 	// ensure makes the owner's chains of the family exactly want; conds
 	// says the rules carry user conditions.
-	ensure(ctx context.Context, c *call, o fwtypes.Owner, f family, want []natchain.Chain, conds bool) error
+	ensure(ctx context.Context, c *call, o fwapi.Owner, f family, want []natchain.Chain, conds bool) error
 	// remove deletes the owner's chains in both families, then what more
 	// deletes, in one transaction where the writer can.
-	remove(ctx context.Context, c *call, o fwtypes.Owner, more func(*netfilter.Batch) error) error
-	// check returns fwtypes.ErrMissing when a rule or jump of want is not
+	remove(ctx context.Context, c *call, o fwapi.Owner, more func(*netfilter.Batch) error) error
+	// check returns fwapi.ErrMissing when a rule or jump of want is not
 	// in place.
-	check(ctx context.Context, c *call, o fwtypes.Owner, f family, want []natchain.Chain) error
+	check(ctx context.Context, c *call, o fwapi.Owner, f family, want []natchain.Chain) error
 	// gc deletes the chains with one of prefixes that kept lacks.
 	gc(ctx context.Context, f family, prefixes []string, kept map[string]bool) error
 	// mapped returns the host ports the owner's DNAT chain forwards.
-	mapped(ctx context.Context, c *call, o fwtypes.Owner, f family) ([]fwtypes.PortMapping, error)
+	mapped(ctx context.Context, c *call, o fwapi.Owner, f family) ([]fwapi.PortMapping, error)
 }
 
 // New returns the iptables backend of this node: over netlink when
@@ -60,7 +60,7 @@ func (b *Backend) Usable(ctx context.Context) error { return b.node.usable(ctx, 
 // Ensure writes the owner's chains and jumps, one transaction per family
 // that has something to write, then the localnet guard and the owner's
 // nftables chains.
-func (b *Backend) Ensure(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) error {
+func (b *Backend) Ensure(ctx context.Context, o fwapi.Owner, r fwapi.Rules) error {
 	c := &call{}
 	defer c.close()
 	for _, f := range families {
@@ -72,7 +72,7 @@ func (b *Backend) Ensure(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) 
 	if r.NeedsLocalnetGuard() {
 		conn, err := c.socket()
 		if err == nil {
-			err = nftchain.EnsureGuard(conn)
+			err = nftmodel.EnsureGuard(conn)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: localnet guard: %w", o, err)
@@ -86,13 +86,13 @@ func (b *Backend) Ensure(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) 
 	if err != nil {
 		return err
 	}
-	return nftchain.Ensure(ctx, conn, o, chains, skels)
+	return nftmodel.Ensure(ctx, conn, o, chains, skels)
 }
 
 // Remove deletes the owner's chains and jumps, its nftables chains (spoof
 // check, isolation) and the reference plugins' rules of the attachment:
 // with iptables-nft in one netlink transaction.
-func (b *Backend) Remove(ctx context.Context, o fwtypes.Owner) error {
+func (b *Backend) Remove(ctx context.Context, o fwapi.Owner) error {
 	c := &call{}
 	defer c.close()
 	return b.w.remove(ctx, c, o, func(batch *netfilter.Batch) error {
@@ -100,7 +100,7 @@ func (b *Backend) Remove(ctx context.Context, o fwtypes.Owner) error {
 		if err != nil {
 			return err
 		}
-		return nftchain.Remove(conn, o, batch, func(batch *netfilter.Batch) error {
+		return nftmodel.Remove(conn, o, batch, func(batch *netfilter.Batch) error {
 			return reference.Delete(conn, o, batch)
 		})
 	})
@@ -108,7 +108,7 @@ func (b *Backend) Remove(ctx context.Context, o fwtypes.Owner) error {
 
 // Check compares the owner's chains with the rules r needs, by the digest
 // comment of each rule, checks the jumps, then the nftables chains.
-func (b *Backend) Check(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) error {
+func (b *Backend) Check(ctx context.Context, o fwapi.Owner, r fwapi.Rules) error {
 	c := &call{}
 	defer c.close()
 	var err error
@@ -125,5 +125,5 @@ func (b *Backend) Check(ctx context.Context, o fwtypes.Owner, r fwtypes.Rules) e
 	if err != nil {
 		return err
 	}
-	return nftchain.Check(conn, o, chains)
+	return nftmodel.Check(conn, o, chains)
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/test/fwtest"
 	"cnisuite/test/golden"
@@ -16,13 +16,13 @@ import (
 func TestMain(m *testing.M) { fwtest.Main(m) }
 
 func TestIPTPayloads(t *testing.T) {
-	r := fwtypes.Rules{Masq: []fwtypes.Masq{{Addr: *fwtest.CIDR(t, "10.88.0.2/16")}}}
+	r := fwapi.Rules{Masq: []fwapi.Masq{{Addr: *fwtest.CIDR(t, "10.88.0.2/16")}}}
 	desired := natchain.Desired(fwtest.BridgeOwner, r, true)
 	existing := map[string][]string{desired[0].Name: natchain.Sources(desired[0].Rules)}
-	moved := fwtypes.Rules{Masq: []fwtypes.Masq{{Addr: *fwtest.CIDR(t, "10.88.0.3/16")}}}
+	moved := fwapi.Rules{Masq: []fwapi.Masq{{Addr: *fwtest.CIDR(t, "10.88.0.3/16")}}}
 	golden.Check(t, "ipt_update_masq", natchain.EnsurePayload(fwtest.BridgeOwner, natchain.Desired(fwtest.BridgeOwner, moved, true), existing))
 	golden.Check(t, "ipt_remove_masq", natchain.RemovePayload(fwtest.BridgeOwner, existing))
-	pd := natchain.Desired(fwtest.PortOwner, fwtest.PortRules(t, func(*fwtypes.PortMaps) {}), true)
+	pd := natchain.Desired(fwtest.PortOwner, fwtest.PortRules(t, func(*fwapi.PortMaps) {}), true)
 	pe := natchain.WithCompanions(fwtest.PortOwner, map[string][]string{pd[0].Name: natchain.Sources(pd[0].Rules)})
 	golden.Check(t, "ipt_remove_portmap", natchain.RemovePayload(fwtest.PortOwner, pe))
 }
@@ -34,7 +34,7 @@ func TestCheckDetectsDeletedJump(t *testing.T) {
 	ctx := context.Background()
 	fwtest.InNS(t, func() {
 		b := New()
-		r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV6 = nil })
+		r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6 = nil })
 		if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
 			t.Fatalf("Ensure: %v", err)
 		}
@@ -56,8 +56,8 @@ func TestCheckDetectsDeletedJump(t *testing.T) {
 		if err := ipt.restoreNoflush(ctx, "*nat\n-D OUTPUT "+jump+"\nCOMMIT\n"); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Check(ctx, fwtest.PortOwner, r); !errors.Is(err, fwtypes.ErrMissing) {
-			t.Errorf("Check after the OUTPUT jump was deleted = %v, want fwtypes.ErrMissing", err)
+		if err := b.Check(ctx, fwtest.PortOwner, r); !errors.Is(err, fwapi.ErrMissing) {
+			t.Errorf("Check after the OUTPUT jump was deleted = %v, want fwapi.ErrMissing", err)
 		}
 	})
 }

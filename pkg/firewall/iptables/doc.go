@@ -21,7 +21,7 @@
 //     and jumps in place writes nothing; DEL deletes the jumps by rule
 //     handle (recorded at ADD, jumps_linux.go) and the chains in one netlink
 //     transaction, together with the owner's nftables chains (package
-//     nftchain: the spoof check, the isolation) and the reference plugins'
+//     nftmodel: the spoof check, the isolation) and the reference plugins'
 //     rules (package reference).
 //
 // Both writers GC with `iptables-save -t nat` once per family.
@@ -29,6 +29,6 @@
 // Spoof checks and the isolation of bridge networks are bridge-family (and
 // inet) rules, which iptables lacks: package bridgechains
 // describe them and NFTChains writes them with nftables; the localnet
-// guard is nftchain's. A call shares one netfilter socket among all of
+// guard is nftmodel's. A call shares one netfilter socket among all of
 // these (call, family_linux.go), dialled only when one is needed.
 package iptables

@@ -12,7 +12,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/test/fwtest"
 	"cnisuite/test/sandbox"
@@ -29,7 +29,7 @@ func TestEnsureFallsBackToRestore(t *testing.T) {
 		fwtest.InNS(t, func() {
 			primeNAT(t)
 			b := New()
-			r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ConditionsV4 = []string{"!", "-i", "cni0"} })
+			r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ConditionsV4 = []string{"!", "-i", "cni0"} })
 			if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
 				t.Fatalf("Ensure: %v", err)
 			}
@@ -47,7 +47,7 @@ func TestEnsureFallsBackToRestore(t *testing.T) {
 	t.Run("no_nat_table", func(t *testing.T) {
 		fwtest.InNS(t, func() {
 			b := New()
-			r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV6 = nil })
+			r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6 = nil })
 			if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
 				t.Fatalf("Ensure: %v", err)
 			}
@@ -62,7 +62,7 @@ func TestEnsureFallsBackToRestore(t *testing.T) {
 			if _, ok := loadJumps(family{v4: true}, other); !ok {
 				t.Error("Ensure of a second owner did not write over netlink")
 			}
-			for _, o := range []fwtypes.Owner{fwtest.PortOwner, other} {
+			for _, o := range []fwapi.Owner{fwtest.PortOwner, other} {
 				if err := b.Check(ctx, o, r); err != nil {
 					t.Errorf("Check(%s): %v", o, err)
 				}
@@ -81,7 +81,7 @@ func TestNetlinkDNATForwards(t *testing.T) {
 		upLoWith(t, "10.88.0.2/32", "192.0.2.1/32")
 		primeNAT(t)
 		b := withWriter(&nft{}) // netlink alone
-		r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) {
+		r := fwtest.PortRules(t, func(p *fwapi.PortMaps) {
 			p.ContainerV6, p.SNAT, p.Mappings = nil, false, p.Mappings[:1] // tcp 8080 → 80
 		})
 		if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
@@ -106,9 +106,9 @@ func TestConditionsBesideOwnAddresses(t *testing.T) {
 		upLoWith(t, "10.88.0.2/32", "192.0.2.1/32", "198.51.100.1/32")
 		primeNAT(t)
 		b := New()
-		r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) {
+		r := fwtest.PortRules(t, func(p *fwapi.PortMaps) {
 			p.ContainerV6 = nil
-			p.Mappings = []fwtypes.PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp", HostIP: net.ParseIP("192.0.2.1")}}
+			p.Mappings = []fwapi.PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp", HostIP: net.ParseIP("192.0.2.1")}}
 			p.ConditionsV4 = []string{"!", "-s", "198.51.100.0/24", "!", "--dst", "10.96.0.0/12"}
 		})
 		if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
@@ -156,7 +156,7 @@ func TestOddInterfaceName(t *testing.T) {
 			fwtest.InNS(t, func() {
 				primeNAT(t)
 				b := New()
-				r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV6, p.ConditionsV4 = nil, conds })
+				r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6, p.ConditionsV4 = nil, conds })
 				if err := b.Ensure(ctx, o, r); err != nil {
 					t.Fatalf("Ensure: %v", err)
 				}
@@ -231,12 +231,12 @@ func TestMappedOverNetlink(t *testing.T) {
 	for name, conds := range map[string][]string{"plain": nil, "conditions": {"!", "-d", "10.96.0.0/12"}} {
 		t.Run(name, func(t *testing.T) {
 			fwtest.InNS(t, func() {
-				r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) {
+				r := fwtest.PortRules(t, func(p *fwapi.PortMaps) {
 					p.ConditionsV4 = conds
 					p.Mappings = append(p.Mappings,
-						fwtypes.PortMapping{HostPort: 9090, ContainerPort: 90, Protocol: "sctp"},
-						fwtypes.PortMapping{HostPort: 8081, ContainerPort: 81, Protocol: "tcp", HostIP: net.ParseIP("192.0.2.10")},
-						fwtypes.PortMapping{HostPort: 8082, ContainerPort: 82, Protocol: "udp", HostIP: net.ParseIP("2001:db8::10")})
+						fwapi.PortMapping{HostPort: 9090, ContainerPort: 90, Protocol: "sctp"},
+						fwapi.PortMapping{HostPort: 8081, ContainerPort: 81, Protocol: "tcp", HostIP: net.ParseIP("192.0.2.10")},
+						fwapi.PortMapping{HostPort: 8082, ContainerPort: 82, Protocol: "udp", HostIP: net.ParseIP("2001:db8::10")})
 				})
 				if err := New().Ensure(ctx, fwtest.PortOwner, r); err != nil {
 					t.Fatalf("Ensure: %v", err)

@@ -13,16 +13,16 @@ import (
 	"strings"
 	"sync"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
-	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/types"
 )
 
 // GC removes the network's owner chains whose owner is not kept, reading
 // the whole nat table once per family (iptables-save -t nat), then the
 // network's stale nftables chains.
-func (b *Backend) GC(ctx context.Context, plugin, network string, keep []fwtypes.Owner) error {
+func (b *Backend) GC(ctx context.Context, plugin, network string, keep []fwapi.Owner) error {
 	kept := map[string]bool{}
 	for _, o := range keep {
 		o.Plugin, o.Network = plugin, network
@@ -34,7 +34,7 @@ func (b *Backend) GC(ctx context.Context, plugin, network string, keep []fwtypes
 	for _, f := range families {
 		errs = append(errs, b.w.gc(ctx, f, natchain.NetPrefixes(plugin, network), kept))
 	}
-	errs = append(errs, nftchain.GC(plugin, network, keep))
+	errs = append(errs, nftmodel.GC(plugin, network, keep))
 	return errors.Join(errs...)
 }
 
@@ -105,10 +105,10 @@ var (
 
 // Mapped returns the host ports the owner's DNAT chains forward, read back
 // from their rules in each family.
-func (b *Backend) Mapped(ctx context.Context, o fwtypes.Owner) ([]fwtypes.PortMapping, error) {
+func (b *Backend) Mapped(ctx context.Context, o fwapi.Owner) ([]fwapi.PortMapping, error) {
 	c := &call{}
 	defer c.close()
-	var out []fwtypes.PortMapping
+	var out []fwapi.PortMapping
 	for _, f := range families {
 		ms, err := b.w.mapped(ctx, c, o, f)
 		if err != nil {
@@ -120,7 +120,7 @@ func (b *Backend) Mapped(ctx context.Context, o fwtypes.Owner) ([]fwtypes.PortMa
 }
 
 // mapped parses the owner's DNAT rules from `iptables -t nat -S <chain>`.
-func (l *legacy) mapped(ctx context.Context, _ *call, o fwtypes.Owner, f family) ([]fwtypes.PortMapping, error) {
+func (l *legacy) mapped(ctx context.Context, _ *call, o fwapi.Owner, f family) ([]fwapi.PortMapping, error) {
 	rules, err := l.tools(f).list(ctx, natchain.ChainName(natchain.PrefixDNAT, o))
 	if errors.Is(err, errNoChain) {
 		return nil, nil
@@ -128,14 +128,14 @@ func (l *legacy) mapped(ctx context.Context, _ *call, o fwtypes.Owner, f family)
 	if err != nil {
 		return nil, err
 	}
-	var out []fwtypes.PortMapping
+	var out []fwapi.PortMapping
 	for _, r := range rules {
 		m := dnatRE().FindStringSubmatch(r)
 		if m == nil {
 			continue
 		}
 		port, _ := strconv.Atoi(m[2])
-		out = append(out, fwtypes.PortMapping{HostPort: port, Protocol: m[1], HostIP: mappedHost(r)})
+		out = append(out, fwapi.PortMapping{HostPort: port, Protocol: m[1], HostIP: mappedHost(r)})
 	}
 	return out, nil
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"syscall"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/netfilter"
 )
@@ -43,7 +43,7 @@ type jump struct {
 // jumpsPath names the file of an owner's jumps in one family, under the
 // network namespace of the calling thread.
 // Equivalent to: /run/cnisuite/iptables-jumps/<netns inode>/<4|6>-<owner hash>
-func jumpsPath(f family, o fwtypes.Owner) (string, error) {
+func jumpsPath(f family, o fwapi.Owner) (string, error) {
 	return jumpsPathOf(f, o.NetHash()[:6]+o.Hash()[:14])
 }
 
@@ -79,7 +79,7 @@ func forgetChainJumps(f family, chain string) {
 
 // saveJumps records the jumps of an owner's chains; none removes the file.
 // Failing to record costs the next Remove a dump, nothing else.
-func saveJumps(f family, o fwtypes.Owner, jumps []jump) {
+func saveJumps(f family, o fwapi.Owner, jumps []jump) {
 	path, err := jumpsPath(f, o)
 	if err != nil {
 		return
@@ -103,10 +103,10 @@ func saveJumps(f family, o fwtypes.Owner, jumps []jump) {
 }
 
 // forgetJumps removes the file of an owner's jumps.
-func forgetJumps(f family, o fwtypes.Owner) { saveJumps(f, o, nil) }
+func forgetJumps(f family, o fwapi.Owner) { saveJumps(f, o, nil) }
 
 // loadJumps reads the file of an owner's jumps; false without one.
-func loadJumps(f family, o fwtypes.Owner) ([]jump, bool) {
+func loadJumps(f family, o fwapi.Owner) ([]jump, bool) {
 	path, err := jumpsPath(f, o)
 	if err != nil {
 		return nil, false
@@ -130,7 +130,7 @@ func loadJumps(f family, o fwtypes.Owner) ([]jump, bool) {
 // knownJumps returns the owner's jumps as its file records them, each read
 // back by handle and found to be a jump into one of the present chains
 // with the owner's tag; false when there is no file or one of them is not.
-func knownJumps(conn *netfilter.Conn, f family, o fwtypes.Owner, present map[string]bool) ([]jump, bool, error) {
+func knownJumps(conn *netfilter.Conn, f family, o fwapi.Owner, present map[string]bool) ([]jump, bool, error) {
 	jumps, ok := loadJumps(f, o)
 	if !ok {
 		return nil, false, nil

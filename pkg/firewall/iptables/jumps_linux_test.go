@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/test/fwtest"
@@ -21,7 +21,7 @@ import (
 func TestJumpsRecorded(t *testing.T) {
 	sandbox.Require(t)
 	ctx := context.Background()
-	r := fwtest.PortRules(t, func(*fwtypes.PortMaps) {})
+	r := fwtest.PortRules(t, func(*fwapi.PortMaps) {})
 	fwtest.InNS(t, func() {
 		primeNAT(t)
 		b := New()
@@ -66,7 +66,7 @@ func TestJumpsRecorded(t *testing.T) {
 func TestJumpsRecordNotTrusted(t *testing.T) {
 	sandbox.Require(t)
 	ctx := context.Background()
-	r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV6 = nil })
+	r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6 = nil })
 	for name, lie := range map[string]func(t *testing.T, real []jump, foreign uint64) []jump{
 		"foreign_rule": func(_ *testing.T, real []jump, foreign uint64) []jump {
 			return append([]jump{{parent: "POSTROUTING", handle: foreign}}, real[1:]...)
@@ -116,7 +116,7 @@ func foreignHandle(t *testing.T) uint64 {
 func TestGCForgetsJumps(t *testing.T) {
 	sandbox.Require(t)
 	ctx := context.Background()
-	r := fwtest.PortRules(t, func(*fwtypes.PortMaps) {})
+	r := fwtest.PortRules(t, func(*fwapi.PortMaps) {})
 	fwtest.InNS(t, func() {
 		primeNAT(t)
 		b, o := New(), fwtest.PortOwner
@@ -150,7 +150,7 @@ func TestGCForgetsJumps(t *testing.T) {
 func TestRemoveAfterTableRebuilt(t *testing.T) {
 	sandbox.Require(t)
 	ctx := context.Background()
-	r := fwtest.PortRules(t, func(*fwtypes.PortMaps) {})
+	r := fwtest.PortRules(t, func(*fwapi.PortMaps) {})
 	fwtest.InNS(t, func() {
 		primeNAT(t)
 		b, old := New(), fwtest.PortOwner

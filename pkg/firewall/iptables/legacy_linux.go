@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
@@ -101,7 +101,7 @@ func (t tools) read(ctx context.Context, names []string) (map[string][]string, e
 
 // existing returns the owner's chains that exist, each with the sources
 // of its listed rules (what its jumps match, natchain.Jumps).
-func (t tools) existing(ctx context.Context, o fwtypes.Owner) (map[string][]string, error) {
+func (t tools) existing(ctx context.Context, o fwapi.Owner) (map[string][]string, error) {
 	listed, err := t.read(ctx, natchain.ProbeChains(o))
 	if err != nil {
 		return nil, err
@@ -139,14 +139,14 @@ func listedComment(line string) string {
 	return ""
 }
 
-func (l *legacy) ensure(ctx context.Context, _ *call, o fwtypes.Owner, f family, want []natchain.Chain, _ bool) error {
+func (l *legacy) ensure(ctx context.Context, _ *call, o fwapi.Owner, f family, want []natchain.Chain, _ bool) error {
 	return l.ensureFamily(ctx, o, f, want, true)
 }
 
 // ensureFamily writes the family's desired chains with one
 // iptables-restore, after reading the owner's existing chains when read is
 // set (the iptables-nft writer knows when there are none).
-func (l *legacy) ensureFamily(ctx context.Context, o fwtypes.Owner, f family, want []natchain.Chain, read bool) error {
+func (l *legacy) ensureFamily(ctx context.Context, o fwapi.Owner, f family, want []natchain.Chain, read bool) error {
 	t := l.tools(f)
 	existing := map[string][]string{}
 	if read {
@@ -164,7 +164,7 @@ func (l *legacy) ensureFamily(ctx context.Context, o fwtypes.Owner, f family, wa
 // remove deletes the owner's chains and their jumps with one
 // iptables-restore per family that has any, then what more deletes (the
 // owner's nftables chains) in a transaction of its own.
-func (l *legacy) remove(ctx context.Context, c *call, o fwtypes.Owner, more func(*netfilter.Batch) error) error {
+func (l *legacy) remove(ctx context.Context, c *call, o fwapi.Owner, more func(*netfilter.Batch) error) error {
 	var errs []error
 	for _, f := range families {
 		errs = append(errs, l.removeFamily(ctx, o, l.tools(f)))
@@ -172,7 +172,7 @@ func (l *legacy) remove(ctx context.Context, c *call, o fwtypes.Owner, more func
 	return errors.Join(append(errs, more(nil))...)
 }
 
-func (l *legacy) removeFamily(ctx context.Context, o fwtypes.Owner, t tools) error {
+func (l *legacy) removeFamily(ctx context.Context, o fwapi.Owner, t tools) error {
 	existing, err := t.existing(ctx, o)
 	if err != nil {
 		return err
@@ -222,12 +222,12 @@ func (t tools) removeSlow(ctx context.Context, existing map[string][]string) err
 
 // check compares the owner's chains with the wanted ones by the digest
 // comment of each rule, and checks each jump with iptables -C.
-func (l *legacy) check(ctx context.Context, _ *call, o fwtypes.Owner, f family, want []natchain.Chain) error {
+func (l *legacy) check(ctx context.Context, _ *call, o fwapi.Owner, f family, want []natchain.Chain) error {
 	t := l.tools(f)
 	for _, c := range want {
 		rules, err := t.list(ctx, c.Name)
 		if errors.Is(err, errNoChain) {
-			return types.Errorf(fwtypes.ErrMissing, "%s chain %s is missing", t.cmd, c.Name)
+			return types.Errorf(fwapi.ErrMissing, "%s chain %s is missing", t.cmd, c.Name)
 		}
 		if err != nil {
 			return err
@@ -253,7 +253,7 @@ func (l *legacy) check(ctx context.Context, _ *call, o fwtypes.Owner, f family, 
 func missingRule(cmd string, c natchain.Chain, have map[string]int) error {
 	for _, r := range c.Rules {
 		if have[r.Comment()] == 0 {
-			return types.Errorf(fwtypes.ErrMissing, "%s rule %q is missing from chain %s", cmd, r.String(), c.Name)
+			return types.Errorf(fwapi.ErrMissing, "%s rule %q is missing from chain %s", cmd, r.String(), c.Name)
 		}
 		have[r.Comment()]--
 	}
@@ -262,7 +262,7 @@ func missingRule(cmd string, c natchain.Chain, have map[string]int) error {
 
 // checkJump runs iptables -C for a jump, with the owner's tag and then with
 // the one an earlier version wrote (natchain.OldEntryTag).
-func (t tools) checkJump(ctx context.Context, o fwtypes.Owner, j natchain.Jump) error {
+func (t tools) checkJump(ctx context.Context, o fwapi.Owner, j natchain.Jump) error {
 	var errs []error
 	for _, tag := range slices.Compact([]string{natchain.EntryTag(o), natchain.OldEntryTag(o)}) {
 		r := slices.Clone(j.Rule)
@@ -273,5 +273,5 @@ func (t tools) checkJump(ctx context.Context, o fwtypes.Owner, j natchain.Jump) 
 		}
 		errs = append(errs, fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out))))
 	}
-	return types.Errorf(fwtypes.ErrMissing, "%s jump %q in %s: %w", t.cmd, j.Rule.String(), j.Parent, errors.Join(errs...))
+	return types.Errorf(fwapi.ErrMissing, "%s jump %q in %s: %w", t.cmd, j.Rule.String(), j.Parent, errors.Join(errs...))
 }

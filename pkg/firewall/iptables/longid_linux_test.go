@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/test/fwtest"
 	"cnisuite/test/sandbox"
@@ -47,7 +47,7 @@ func TestLongID(t *testing.T) {
 			t.Run(kind.name+"/"+name, func(t *testing.T) {
 				fwtest.InNS(t, func() {
 					b := withWriter(kind.w())
-					r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ConditionsV4 = conds })
+					r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ConditionsV4 = conds })
 					for i := 0; i < 2; i++ { // the second over the first's chains
 						if err := b.Ensure(ctx, o, r); err != nil {
 							t.Fatalf("Ensure #%d: %v", i, err)
@@ -80,7 +80,7 @@ func TestOldLongTag(t *testing.T) {
 	ctx := context.Background()
 	o := fwtest.PortOwner
 	o.ContainerID = strings.Repeat("c", 800)
-	r := fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV6 = nil })
+	r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6 = nil })
 	for _, kind := range nodeKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			fwtest.InNS(t, func() {

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/firewall/iptables/xtnft"
 	"cnisuite/pkg/netfilter"
@@ -36,7 +36,7 @@ type nft struct{ restore *legacy }
 // restore writer to fall back on.
 var errNoFallback = errors.New("no iptables-restore fallback")
 
-func (n *nft) ensure(ctx context.Context, c *call, o fwtypes.Owner, f family, want []natchain.Chain, conds bool) error {
+func (n *nft) ensure(ctx context.Context, c *call, o fwapi.Owner, f family, want []natchain.Chain, conds bool) error {
 	conn, err := c.socket()
 	if err != nil {
 		return err
@@ -78,7 +78,7 @@ type parentRules map[string][]netfilter.Rule
 
 // readFamily reads the owner's chains in the family, with their rules'
 // comments, and the built-in chains when any of them exists.
-func readFamily(conn *netfilter.Conn, o fwtypes.Owner, f family) (st familyNL, err error) {
+func readFamily(conn *netfilter.Conn, o fwapi.Owner, f family) (st familyNL, err error) {
 	st.present = map[string][]string{}
 	for _, name := range natchain.OwnerChains(o) {
 		ok, err := conn.ChainExists(f.proto(), "nat", name)
@@ -119,7 +119,7 @@ func dumpParents(conn *netfilter.Conn, f family, chains []string) (parentRules, 
 // holds reports whether the family holds exactly the wanted owner chains
 // (by their rules' digest comments) and their jumps (by tag and target):
 // then Ensure has nothing to write.
-func (st familyNL) holds(o fwtypes.Owner, want []natchain.Chain) bool {
+func (st familyNL) holds(o fwapi.Owner, want []natchain.Chain) bool {
 	if len(st.present) != len(want) {
 		return false
 	}
@@ -148,7 +148,7 @@ func (st familyNL) holds(o fwtypes.Owner, want []natchain.Chain) bool {
 // ones in one transaction: chains no longer wanted lose their jumps and
 // go; each wanted chain is created, or flushed, and filled; jumps are
 // added or deleted by difference. It records the jumps' handles.
-func ensureNL(conn *netfilter.Conn, o fwtypes.Owner, f family, want []natchain.Chain, st familyNL) error {
+func ensureNL(conn *netfilter.Conn, o fwapi.Owner, f family, want []natchain.Chain, st familyNL) error {
 	batch := &netfilter.Batch{}
 	if err := ensureParents(conn, batch, f, want); err != nil {
 		return err
@@ -223,7 +223,7 @@ func ensureParents(conn *netfilter.Conn, batch *netfilter.Batch, f family, want 
 // echoed back with their handles.
 // Equivalent to: iptables-restore --noflush of ":<chain> - [0:0]", its
 // rules and the missing jumps, then -D of the stale jumps.
-func writeChain(batch *netfilter.Batch, o fwtypes.Owner, f family, c natchain.Chain, st familyNL) ([]jump, error) {
+func writeChain(batch *netfilter.Batch, o fwapi.Owner, f family, c natchain.Chain, st familyNL) ([]jump, error) {
 	tab := f.table()
 	if _, had := st.present[c.Name]; had {
 		batch.FlushChain(tab, c.Name)

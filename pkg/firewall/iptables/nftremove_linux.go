@@ -6,7 +6,7 @@ import (
 	"maps"
 	"slices"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/firewall/iptables/xtnft"
 	"cnisuite/pkg/netfilter"
@@ -20,7 +20,7 @@ import (
 // refuses the transaction (a jump the record did not know keeps a chain
 // in use), it reads them from a dump of the built-in chains and tries
 // once more.
-func (n *nft) remove(_ context.Context, c *call, o fwtypes.Owner, more func(*netfilter.Batch) error) error {
+func (n *nft) remove(_ context.Context, c *call, o fwapi.Owner, more func(*netfilter.Batch) error) error {
 	defer func() {
 		for _, f := range families {
 			forgetJumps(f, o)
@@ -46,7 +46,7 @@ func (n *nft) remove(_ context.Context, c *call, o fwtypes.Owner, more func(*net
 
 // removeBatch adds to batch the deletion of the owner's chains that exist,
 // in both families: the jumps, then the chains.
-func removeBatch(conn *netfilter.Conn, o fwtypes.Owner, batch *netfilter.Batch, recorded bool) error {
+func removeBatch(conn *netfilter.Conn, o fwapi.Owner, batch *netfilter.Batch, recorded bool) error {
 	for _, f := range families {
 		present := map[string]bool{}
 		for _, name := range natchain.OwnerChains(o) {
@@ -107,7 +107,7 @@ func dumpedJumps(conn *netfilter.Conn, f family, present map[string]bool) ([]jum
 // The jumps into a chain are counted by its use count (its rules plus
 // what leads to it; only our jumps do), so nothing that grows with the
 // number of attachments is read.
-func (n *nft) check(_ context.Context, c *call, o fwtypes.Owner, f family, want []natchain.Chain) error {
+func (n *nft) check(_ context.Context, c *call, o fwapi.Owner, f family, want []natchain.Chain) error {
 	conn, err := c.socket()
 	if err != nil {
 		return err
@@ -118,7 +118,7 @@ func (n *nft) check(_ context.Context, c *call, o fwtypes.Owner, f family, want 
 			return types.Errorf(types.ErrIO, "%w", err)
 		}
 		if !ok {
-			return types.Errorf(fwtypes.ErrMissing, "%s chain %s is missing", f, ch.Name)
+			return types.Errorf(fwapi.ErrMissing, "%s chain %s is missing", f, ch.Name)
 		}
 		rules, err := conn.Rules(f.proto(), "nat", ch.Name)
 		if err != nil {
@@ -133,7 +133,7 @@ func (n *nft) check(_ context.Context, c *call, o fwtypes.Owner, f family, want 
 		}
 		refs := int(use) - len(rules)
 		if jumps := natchain.ChainJumps(o, ch); refs < len(jumps) {
-			return types.Errorf(fwtypes.ErrMissing, "%s: %d of the %d jumps into chain %s are missing (%q in %s)",
+			return types.Errorf(fwapi.ErrMissing, "%s: %d of the %d jumps into chain %s are missing (%q in %s)",
 				f, len(jumps)-refs, len(jumps), ch.Name, jumps[0].Rule.String(), jumps[0].Parent)
 		}
 	}
@@ -148,7 +148,7 @@ func (n *nft) gc(ctx context.Context, f family, prefixes []string, kept map[stri
 }
 
 // mapped reads the owner's DNAT rules over netlink (xtnft.DumpedDNAT).
-func (n *nft) mapped(_ context.Context, c *call, o fwtypes.Owner, f family) ([]fwtypes.PortMapping, error) {
+func (n *nft) mapped(_ context.Context, c *call, o fwapi.Owner, f family) ([]fwapi.PortMapping, error) {
 	conn, err := c.socket()
 	if err != nil {
 		return nil, err
@@ -161,10 +161,10 @@ func (n *nft) mapped(_ context.Context, c *call, o fwtypes.Owner, f family) ([]f
 	if err != nil {
 		return nil, types.Errorf(types.ErrIO, "%w", err)
 	}
-	var out []fwtypes.PortMapping
+	var out []fwapi.PortMapping
 	for _, r := range rules {
 		if m, ok := xtnft.DumpedDNAT(r.Exprs, f.v4); ok {
-			out = append(out, fwtypes.PortMapping{HostPort: m.Port, Protocol: m.Protocol, HostIP: m.Host})
+			out = append(out, fwapi.PortMapping{HostPort: m.Port, Protocol: m.Protocol, HostIP: m.Host})
 		}
 	}
 	return out, nil

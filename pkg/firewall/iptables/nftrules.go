@@ -2,17 +2,17 @@ package iptables
 
 import (
 	"cnisuite/pkg/firewall/bridgechains"
-	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/fwapi"
+	"cnisuite/pkg/firewall/nftmodel"
 )
 
 // NFTChains returns the owner's chains that iptables cannot express and
 // nftables writes instead, with the skeletons of their tables: the spoof
 // check and the isolation, which need the bridge family (and, for
 // isolation, one rule set for both IP families).
-func NFTChains(o fwtypes.Owner, r fwtypes.Rules) ([]nftchain.Chain, []nftchain.Skeleton) {
-	var chains []nftchain.Chain
-	var skels []nftchain.Skeleton
+func NFTChains(o fwapi.Owner, r fwapi.Rules) ([]nftmodel.Chain, []nftmodel.Skeleton) {
+	var chains []nftmodel.Chain
+	var skels []nftmodel.Skeleton
 	if r.SpoofCheck != nil {
 		chains = append(chains, bridgechains.SpoofCheck(o, r.SpoofCheck))
 		skels = append(skels, bridgechains.SpoofSkeleton())
@@ -28,10 +28,10 @@ func NFTChains(o fwtypes.Owner, r fwtypes.Rules) ([]nftchain.Chain, []nftchain.S
 
 // NFTScript returns the nft script writing NFTChains on a node with none
 // of them yet ("" when there are none): what golden files hold.
-func NFTScript(o fwtypes.Owner, r fwtypes.Rules) string {
+func NFTScript(o fwapi.Owner, r fwapi.Rules) string {
 	chains, skels := NFTChains(o, r)
 	if len(chains) == 0 {
 		return ""
 	}
-	return nftchain.Script(chains, nil, skels, nil)
+	return nftmodel.Script(chains, nil, skels, nil)
 }

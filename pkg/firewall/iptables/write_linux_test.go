@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/test/fwtest"
@@ -29,7 +29,7 @@ func primeNAT(t *testing.T) {
 	b := New()
 	o := fwtest.PortOwner
 	o.ContainerID = "prime"
-	if err := b.Ensure(ctx, o, fwtest.PortRules(t, func(*fwtypes.PortMaps) {})); err != nil {
+	if err := b.Ensure(ctx, o, fwtest.PortRules(t, func(*fwapi.PortMaps) {})); err != nil {
 		t.Fatalf("priming table nat: %v", err)
 	}
 	if err := b.Remove(ctx, o); err != nil {
@@ -91,12 +91,12 @@ func dumpNAT(t *testing.T, save string) string {
 // rule set in turn with the writer w: iptables-restore (newLegacy("") on
 // this iptables-nft node) or netlink alone (&nft{}, which has no
 // iptables-restore to fall back on).
-func written(t *testing.T, w writer, o fwtypes.Owner, sets ...fwtypes.Rules) (save, dump string) {
+func written(t *testing.T, w writer, o fwapi.Owner, sets ...fwapi.Rules) (save, dump string) {
 	return writtenIn(t, true, w, o, sets...)
 }
 
 // writtenIn is written in a namespace with table nat (prime) or none.
-func writtenIn(t *testing.T, prime bool, w writer, o fwtypes.Owner, sets ...fwtypes.Rules) (save, dump string) {
+func writtenIn(t *testing.T, prime bool, w writer, o fwapi.Owner, sets ...fwapi.Rules) (save, dump string) {
 	t.Helper()
 	fwtest.InNS(t, func() {
 		if prime {
@@ -124,13 +124,13 @@ func writeCases(t *testing.T) []fwtest.Case {
 		}
 	}
 	return append(out,
-		fwtest.Case{Name: "masq_two_v4", Owner: fwtest.BridgeOwner, Rules: fwtypes.Rules{Masq: []fwtypes.Masq{
+		fwtest.Case{Name: "masq_two_v4", Owner: fwtest.BridgeOwner, Rules: fwapi.Rules{Masq: []fwapi.Masq{
 			{Addr: *fwtest.CIDR(t, "10.88.0.2/16")}, {Addr: *fwtest.CIDR(t, "10.99.0.2/20")}, {Addr: *fwtest.CIDR(t, "fd00:88::2/64")}}}},
-		fwtest.Case{Name: "portmap_tcp_udp_sctp", Owner: fwtest.PortOwner, Rules: fwtest.PortRules(t, func(p *fwtypes.PortMaps) {
+		fwtest.Case{Name: "portmap_tcp_udp_sctp", Owner: fwtest.PortOwner, Rules: fwtest.PortRules(t, func(p *fwapi.PortMaps) {
 			p.Mappings = append(p.Mappings,
-				fwtypes.PortMapping{HostPort: 9090, ContainerPort: 90, Protocol: "sctp"},
-				fwtypes.PortMapping{HostPort: 8081, ContainerPort: 81, Protocol: "tcp", HostIP: net.ParseIP("192.0.2.10")},
-				fwtypes.PortMapping{HostPort: 8082, ContainerPort: 82, Protocol: "udp", HostIP: net.ParseIP("2001:db8::10")})
+				fwapi.PortMapping{HostPort: 9090, ContainerPort: 90, Protocol: "sctp"},
+				fwapi.PortMapping{HostPort: 8081, ContainerPort: 81, Protocol: "tcp", HostIP: net.ParseIP("192.0.2.10")},
+				fwapi.PortMapping{HostPort: 8082, ContainerPort: 82, Protocol: "udp", HostIP: net.ParseIP("2001:db8::10")})
 		})},
 	)
 }
@@ -186,25 +186,25 @@ func TestNetlinkMakesTableNAT(t *testing.T) {
 // iptables-restore writes for the new rules alone: no stale jump or chain.
 func TestNetlinkRewriteMatchesRestore(t *testing.T) {
 	sandbox.Require(t)
-	masq := func(addrs ...string) fwtypes.Rules {
-		var r fwtypes.Rules
+	masq := func(addrs ...string) fwapi.Rules {
+		var r fwapi.Rules
 		for _, a := range addrs {
-			r.Masq = append(r.Masq, fwtypes.Masq{Addr: *fwtest.CIDR(t, a)})
+			r.Masq = append(r.Masq, fwapi.Masq{Addr: *fwtest.CIDR(t, a)})
 		}
 		return r
 	}
 	tests := []struct {
 		name     string
-		o        fwtypes.Owner
-		old, new fwtypes.Rules
+		o        fwapi.Owner
+		old, new fwapi.Rules
 	}{
 		{"masq_moved", fwtest.BridgeOwner, masq("10.88.0.2/16", "fd00:88::2/64"), masq("10.88.0.3/16", "fd00:88::3/64")},
 		{"masq_v6_dropped", fwtest.BridgeOwner, masq("10.88.0.2/16", "fd00:88::2/64"), masq("10.88.0.2/16")},
 		{"masq_one_of_two", fwtest.BridgeOwner, masq("10.88.0.2/16", "10.99.0.2/16"), masq("10.99.0.2/16")},
-		{"portmap_changed", fwtest.PortOwner, fwtest.PortRules(t, func(*fwtypes.PortMaps) {}),
-			fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV6, p.Mappings = nil, p.Mappings[:1] })},
-		{"portmap_external_mark", fwtest.PortOwner, fwtest.PortRules(t, func(*fwtypes.PortMaps) {}),
-			fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ExternalSetMarkChain = "KUBE-MARK-MASQ" })},
+		{"portmap_changed", fwtest.PortOwner, fwtest.PortRules(t, func(*fwapi.PortMaps) {}),
+			fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6, p.Mappings = nil, p.Mappings[:1] })},
+		{"portmap_external_mark", fwtest.PortOwner, fwtest.PortRules(t, func(*fwapi.PortMaps) {}),
+			fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ExternalSetMarkChain = "KUBE-MARK-MASQ" })},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,11 +224,11 @@ func TestNetlinkRewriteMatchesRestore(t *testing.T) {
 // and jump deletes what Ensure wrote over netlink; -F and -X then work.
 func TestIptablesDeletesNetlinkRules(t *testing.T) {
 	sandbox.Require(t)
-	cases := map[fwtypes.Owner]fwtypes.Rules{
-		fwtest.PortOwner: fwtest.PortRules(t, func(p *fwtypes.PortMaps) {
-			p.Mappings = append(p.Mappings, fwtypes.PortMapping{HostPort: 9090, ContainerPort: 90, Protocol: "sctp"})
+	cases := map[fwapi.Owner]fwapi.Rules{
+		fwtest.PortOwner: fwtest.PortRules(t, func(p *fwapi.PortMaps) {
+			p.Mappings = append(p.Mappings, fwapi.PortMapping{HostPort: 9090, ContainerPort: 90, Protocol: "sctp"})
 		}),
-		fwtest.BridgeOwner: {Masq: []fwtypes.Masq{{Addr: *fwtest.CIDR(t, "10.88.0.2/16")}, {Addr: *fwtest.CIDR(t, "fd00:88::2/64")}}},
+		fwtest.BridgeOwner: {Masq: []fwapi.Masq{{Addr: *fwtest.CIDR(t, "10.88.0.2/16")}, {Addr: *fwtest.CIDR(t, "fd00:88::2/64")}}},
 	}
 	fwtest.InNS(t, func() {
 		primeNAT(t)
@@ -249,7 +249,7 @@ func TestIptablesDeletesNetlinkRules(t *testing.T) {
 	})
 }
 
-func deleteWithIptables(t *testing.T, cmd string, o fwtypes.Owner, chains []natchain.Chain) {
+func deleteWithIptables(t *testing.T, cmd string, o fwapi.Owner, chains []natchain.Chain) {
 	t.Helper()
 	run := func(args ...string) {
 		t.Helper()
@@ -278,7 +278,7 @@ func deleteWithIptables(t *testing.T, cmd string, o fwtypes.Owner, chains []natc
 func TestNetlinkLifecycle(t *testing.T) {
 	sandbox.Require(t)
 	ctx := context.Background()
-	r := fwtest.PortRules(t, func(*fwtypes.PortMaps) {})
+	r := fwtest.PortRules(t, func(*fwapi.PortMaps) {})
 	fwtest.InNS(t, func() {
 		primeNAT(t)
 		b := withWriter(&nft{}) // netlink alone
@@ -299,8 +299,8 @@ func TestNetlinkLifecycle(t *testing.T) {
 		if out, err := exec.Command("iptables", "-w", "-t", "nat", "-D", chain, "1").CombinedOutput(); err != nil {
 			t.Fatalf("iptables -D %s 1: %v: %s", chain, err, out)
 		}
-		if err := b.Check(ctx, fwtest.PortOwner, r); !errors.Is(err, fwtypes.ErrMissing) {
-			t.Errorf("Check after a rule was deleted = %v, want fwtypes.ErrMissing", err)
+		if err := b.Check(ctx, fwtest.PortOwner, r); !errors.Is(err, fwapi.ErrMissing) {
+			t.Errorf("Check after a rule was deleted = %v, want fwapi.ErrMissing", err)
 		}
 		if err := b.Remove(ctx, fwtest.PortOwner); err != nil {
 			t.Fatalf("Remove: %v", err)

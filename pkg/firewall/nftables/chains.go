@@ -5,15 +5,15 @@ import (
 	"net"
 
 	"cnisuite/pkg/firewall/bridgechains"
-	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/fwapi"
+	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/firewall/nftrule"
 )
 
 // Chains returns the owner chains r needs, in a stable order.
-func Chains(o fwtypes.Owner, r fwtypes.Rules) []nftchain.Chain {
-	var out []nftchain.Chain
-	add := func(c nftchain.Chain) {
+func Chains(o fwapi.Owner, r fwapi.Rules) []nftmodel.Chain {
+	var out []nftmodel.Chain
+	add := func(c nftmodel.Chain) {
 		if len(c.Rules) > 0 {
 			out = append(out, c)
 		}
@@ -44,35 +44,35 @@ func Chains(o fwtypes.Owner, r fwtypes.Rules) []nftchain.Chain {
 // Script returns the nft script Ensure writes for an owner with no rules
 // yet (the localnet guard aside): the text golden files hold, and the one
 // the netlink batch must list identically to.
-func Script(o fwtypes.Owner, r fwtypes.Rules) string {
+func Script(o fwapi.Owner, r fwapi.Rules) string {
 	desired := Chains(o, r)
-	return nftchain.Script(desired, nil, skeletons(desired), nil)
+	return nftmodel.Script(desired, nil, skeletons(desired), nil)
 }
 
-func familyWords(v4 bool) (ip string, masq, port nftchain.Table) {
+func familyWords(v4 bool) (ip string, masq, port nftmodel.Table) {
 	if v4 {
-		return "ip", nftchain.Masq4, nftchain.Port4
+		return "ip", nftmodel.Masq4, nftmodel.Port4
 	}
-	return "ip6", nftchain.Masq6, nftchain.Port6
+	return "ip6", nftmodel.Masq6, nftmodel.Port6
 }
 
 // masqChain masquerades each container address of one family.
-func masqChain(o fwtypes.Owner, ms []fwtypes.Masq, v4 bool) nftchain.Chain {
+func masqChain(o fwapi.Owner, ms []fwapi.Masq, v4 bool) nftmodel.Chain {
 	_, table, _ := familyWords(v4)
 	multicast := "ff00::/8"
 	if v4 {
 		multicast = "224.0.0.0/4"
 	}
 	_, mcast, _ := net.ParseCIDR(multicast)
-	c := nftchain.Chain{Table: table, Name: nftchain.ChainName(nftchain.PrefixMasq, o)}
+	c := nftmodel.Chain{Table: table, Name: nftmodel.ChainName(nftmodel.PrefixMasq, o)}
 	for _, m := range ms {
-		if fwtypes.IsV4(m.Addr.IP) != v4 {
+		if fwapi.IsV4(m.Addr.IP) != v4 {
 			continue
 		}
-		host := fwtypes.HostNet(m.Addr.IP).IP
-		c.Rules = append(c.Rules, nftchain.Build(&nftchain.Elem{Set: "sources", Key: host.String()},
+		host := fwapi.HostNet(m.Addr.IP).IP
+		c.Rules = append(c.Rules, nftmodel.Build(&nftmodel.Elem{Set: "sources", Key: host.String()},
 			nftrule.Addr(v4, "saddr", host, false),
-			nftrule.Prefix(v4, "daddr", fwtypes.SubnetOf(&m.Addr), true),
+			nftrule.Prefix(v4, "daddr", fwapi.SubnetOf(&m.Addr), true),
 			nftrule.Prefix(v4, "daddr", mcast, true),
 			nftrule.Masquerade))
 	}
@@ -80,22 +80,22 @@ func masqChain(o fwtypes.Owner, ms []fwtypes.Masq, v4 bool) nftchain.Chain {
 }
 
 // dnatChain holds one DNAT rule per mapping of the family.
-func dnatChain(o fwtypes.Owner, pm *fwtypes.PortMaps, v4 bool) nftchain.Chain {
+func dnatChain(o fwapi.Owner, pm *fwapi.PortMaps, v4 bool) nftmodel.Chain {
 	_, _, table := familyWords(v4)
 	cip, conds := pm.ContainerV6, pm.ConditionsV6
 	if v4 {
 		cip, conds = pm.ContainerV4, pm.ConditionsV4
 	}
-	c := nftchain.Chain{Table: table, Name: nftchain.ChainName(nftchain.PrefixDNAT, o)}
-	for _, m := range fwtypes.ForFamily(pm.Mappings, v4) {
-		elem := &nftchain.Elem{Set: "ports", Key: fmt.Sprintf("%s . %d", m.Protocol, m.HostPort)}
+	c := nftmodel.Chain{Table: table, Name: nftmodel.ChainName(nftmodel.PrefixDNAT, o)}
+	for _, m := range fwapi.ForFamily(pm.Mappings, v4) {
+		elem := &nftmodel.Elem{Set: "ports", Key: fmt.Sprintf("%s . %d", m.Protocol, m.HostPort)}
 		parts := []nftrule.Part{nftrule.Words(conds)}
 		if h := m.SpecificHost(); h != nil {
-			elem = &nftchain.Elem{Set: "hostip_ports", Key: fmt.Sprintf("%s . %s . %d", h, m.Protocol, m.HostPort)}
-			parts = append(parts, nftrule.Addr(v4, "daddr", fwtypes.HostNet(h).IP, false))
+			elem = &nftmodel.Elem{Set: "hostip_ports", Key: fmt.Sprintf("%s . %s . %d", h, m.Protocol, m.HostPort)}
+			parts = append(parts, nftrule.Addr(v4, "daddr", fwapi.HostNet(h).IP, false))
 		}
 		parts = append(parts, nftrule.Dport(m.Protocol, m.HostPort), nftrule.DNATTo(v4, cip.IP, m.ContainerPort))
-		c.Rules = append(c.Rules, nftchain.Build(elem, parts...))
+		c.Rules = append(c.Rules, nftmodel.Build(elem, parts...))
 	}
 	return c
 }
@@ -104,17 +104,17 @@ func dnatChain(o fwtypes.Owner, pm *fwtypes.PortMaps, v4 bool) nftchain.Chain {
 // from the container's own subnet (hairpin), from 127.0.0.1 (IPv4), or from
 // anywhere with MasqAll. Postrouting reaches it through the map keyed by
 // container address, protocol and container port, behind "ct status dnat".
-func hairpinChain(o fwtypes.Owner, pm *fwtypes.PortMaps, v4 bool) nftchain.Chain {
+func hairpinChain(o fwapi.Owner, pm *fwapi.PortMaps, v4 bool) nftmodel.Chain {
 	_, _, table := familyWords(v4)
 	cip, conds := pm.ContainerV6, pm.ConditionsV6
 	if v4 {
 		cip, conds = pm.ContainerV4, pm.ConditionsV4
 	}
-	c := nftchain.Chain{Table: table, Name: nftchain.ChainName(nftchain.PrefixHairpin, o)}
+	c := nftmodel.Chain{Table: table, Name: nftmodel.ChainName(nftmodel.PrefixHairpin, o)}
 	if !pm.SNAT {
 		return c
 	}
-	sources := []nftrule.Part{nftrule.Prefix(v4, "saddr", fwtypes.SubnetOf(cip), false)}
+	sources := []nftrule.Part{nftrule.Prefix(v4, "saddr", fwapi.SubnetOf(cip), false)}
 	switch {
 	case pm.MasqAll:
 		sources = []nftrule.Part{nftrule.Words(nil)}
@@ -122,15 +122,15 @@ func hairpinChain(o fwtypes.Owner, pm *fwtypes.PortMaps, v4 bool) nftchain.Chain
 		sources = append(sources, nftrule.Addr(v4, "saddr", net.IPv4(127, 0, 0, 1).To4(), false))
 	}
 	seen := map[string]bool{}
-	for _, m := range fwtypes.ForFamily(pm.Mappings, v4) {
-		key := fmt.Sprintf("%s . %s . %d", fwtypes.HostNet(cip.IP).IP, m.Protocol, m.ContainerPort)
+	for _, m := range fwapi.ForFamily(pm.Mappings, v4) {
+		key := fmt.Sprintf("%s . %s . %d", fwapi.HostNet(cip.IP).IP, m.Protocol, m.ContainerPort)
 		if seen[key] {
 			continue
 		}
 		seen[key] = true
-		elem := &nftchain.Elem{Set: "hairpins", Key: key}
+		elem := &nftmodel.Elem{Set: "hairpins", Key: key}
 		for _, src := range sources {
-			c.Rules = append(c.Rules, nftchain.Build(elem, nftrule.Words(conds), src, nftrule.L4Proto(m.Protocol), nftrule.Masquerade))
+			c.Rules = append(c.Rules, nftmodel.Build(elem, nftrule.Words(conds), src, nftrule.L4Proto(m.Protocol), nftrule.Masquerade))
 		}
 	}
 	return c

@@ -1,7 +1,7 @@
 // Package nftables is the nftables backend: the masquerade chains of the
 // bridge plugin (tables ip/ip6 cnisuite_masq) and the port-mapping chains
 // of the portmap plugin (ip/ip6 cnisuite_portmap), with the spoof check and
-// isolation of package bridgechains in the same transaction. Package nftchain turns them
+// isolation of package bridgechains in the same transaction. Package nftmodel turns them
 // into one netlink batch per call.
 //
 // Base chains dispatch through verdict maps keyed by what a packet carries
@@ -9,7 +9,7 @@
 // interface) to the owner chains (mq-, pm-, pmq-, sc- followed by 8 hex of
 // the network hash and 16 of the owner hash). A key held by another owner
 // (the same host port, source address or interface) makes Ensure fail with
-// fwtypes.ErrConflict.
+// fwapi.ErrConflict.
 //
 // Only traffic addressed to the node reaches the port maps (prerouting and
 // output jump to them behind "fib daddr type local"). Hairpin and localhost

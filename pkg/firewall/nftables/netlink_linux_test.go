@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/fwapi"
+	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/test/fwtest"
 	"cnisuite/test/sandbox"
@@ -15,10 +15,10 @@ import (
 
 // scriptWithGuard is the nft script of an owner with no rules yet,
 // localnet guard included: what Ensure writes, as text.
-func scriptWithGuard(o fwtypes.Owner, r fwtypes.Rules) string {
+func scriptWithGuard(o fwapi.Owner, r fwapi.Rules) string {
 	s := Script(o, r)
 	if r.NeedsLocalnetGuard() {
-		s += strings.Join(nftchain.LocalnetGuard().Lines(), "\n") + "\n"
+		s += strings.Join(nftmodel.LocalnetGuard().Lines(), "\n") + "\n"
 	}
 	return s
 }
@@ -32,24 +32,24 @@ func TestNetlinkMatchesScript(t *testing.T) {
 	sandbox.Require(t)
 	ctx := context.Background()
 	cases := append(fwtest.RuleCases(t), []fwtest.Case{
-		{Name: "masq_unaligned_prefix", Owner: fwtest.BridgeOwner, Rules: fwtypes.Rules{Masq: []fwtypes.Masq{{Addr: *fwtest.CIDR(t, "10.88.4.2/22")}, {Addr: *fwtest.CIDR(t, "fd00:88::2/60")}}}},
-		{Name: "portmap_unaligned_prefix", Owner: fwtest.PortOwner, Rules: fwtest.PortRules(t, func(p *fwtypes.PortMaps) {
+		{Name: "masq_unaligned_prefix", Owner: fwtest.BridgeOwner, Rules: fwapi.Rules{Masq: []fwapi.Masq{{Addr: *fwtest.CIDR(t, "10.88.4.2/22")}, {Addr: *fwtest.CIDR(t, "fd00:88::2/60")}}}},
+		{Name: "portmap_unaligned_prefix", Owner: fwtest.PortOwner, Rules: fwtest.PortRules(t, func(p *fwapi.PortMaps) {
 			p.ContainerV4, p.ContainerV6 = fwtest.CIDR(t, "10.88.4.2/22"), fwtest.CIDR(t, "fd00:88::2/61")
 		})},
-		{Name: "spoofcheck_adjacent_addresses", Owner: fwtest.BridgeOwner, Rules: fwtypes.Rules{SpoofCheck: &fwtypes.SpoofCheck{
+		{Name: "spoofcheck_adjacent_addresses", Owner: fwtest.BridgeOwner, Rules: fwapi.Rules{SpoofCheck: &fwapi.SpoofCheck{
 			HostIface: "veth1234", MAC: net.HardwareAddr{0x0a, 0x58, 0x0a, 0x58, 0x00, 0x02},
 			IPs: []net.IP{net.ParseIP("10.88.0.3"), net.ParseIP("10.88.0.2"), net.ParseIP("fd00:88::3"), net.ParseIP("fd00:88::2"), net.ParseIP("2001:db8::1")},
 		}}},
-		{Name: "spoofcheck_v4_only", Owner: fwtest.BridgeOwner, Rules: fwtypes.Rules{SpoofCheck: &fwtypes.SpoofCheck{
+		{Name: "spoofcheck_v4_only", Owner: fwtest.BridgeOwner, Rules: fwapi.Rules{SpoofCheck: &fwapi.SpoofCheck{
 			HostIface: "veth1234", MAC: net.HardwareAddr{0x0a, 0x58, 0x0a, 0x58, 0x00, 0x02}, IPs: []net.IP{net.ParseIP("10.88.0.2")},
 		}}},
-		{Name: "isolate_strict_no_uplinks", Owner: fwtest.BridgeOwner, Rules: fwtest.IsolationRules(func(i *fwtypes.Isolation) {
-			i.Isolate, i.Uplinks = fwtypes.IsolateStrict, nil
+		{Name: "isolate_strict_no_uplinks", Owner: fwtest.BridgeOwner, Rules: fwtest.IsolationRules(func(i *fwapi.Isolation) {
+			i.Isolate, i.Uplinks = fwapi.IsolateStrict, nil
 		})},
 	}...)
 	for _, tc := range cases {
 		desired := Chains(tc.Owner, tc.Rules)
-		if !nftchain.Buildable(desired) {
+		if !nftmodel.Buildable(desired) {
 			continue // user conditions always go through nft -f
 		}
 		t.Run(tc.Name, func(t *testing.T) {
@@ -62,7 +62,7 @@ func TestNetlinkMatchesScript(t *testing.T) {
 				assertSkeletonsIntact(t, desired)
 			})
 			fwtest.InNS(t, func() {
-				if err := nftchain.RunScript(ctx, scriptWithGuard(tc.Owner, tc.Rules)); err != nil {
+				if err := nftmodel.RunScript(ctx, scriptWithGuard(tc.Owner, tc.Rules)); err != nil {
 					t.Fatalf("nft -f: %v", err)
 				}
 				viaScript = fwtest.Listing(t)
@@ -75,7 +75,7 @@ func TestNetlinkMatchesScript(t *testing.T) {
 	}
 }
 
-func assertSkeletonsIntact(t *testing.T, desired []nftchain.Chain) {
+func assertSkeletonsIntact(t *testing.T, desired []nftmodel.Chain) {
 	t.Helper()
 	conn, err := netfilter.Dial()
 	if err != nil {
@@ -83,7 +83,7 @@ func assertSkeletonsIntact(t *testing.T, desired []nftchain.Chain) {
 	}
 	defer conn.Close()
 	for _, c := range desired {
-		if ok, err := nftchain.SkeletonIntact(conn, skeleton(c.Table)); err != nil || !ok {
+		if ok, err := nftmodel.SkeletonIntact(conn, skeleton(c.Table)); err != nil || !ok {
 			t.Errorf("skeleton of %s reads as not intact (%v)", c.Table, err)
 		}
 	}
@@ -100,26 +100,26 @@ func TestFreshEnsureDeletesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		r := fwtest.PortRules(t, func(*fwtypes.PortMaps) {})
+		r := fwtest.PortRules(t, func(*fwapi.PortMaps) {})
 		desired := Chains(fwtest.PortOwner, r)
 		batch := &netfilter.Batch{}
-		if err := nftchain.EnsureSkeletons(conn, batch, []nftchain.Skeleton{skeleton(nftchain.Port4), skeleton(nftchain.Port6), nftchain.LocalnetGuard()}); err != nil {
+		if err := nftmodel.EnsureSkeletons(conn, batch, []nftmodel.Skeleton{skeleton(nftmodel.Port4), skeleton(nftmodel.Port6), nftmodel.LocalnetGuard()}); err != nil {
 			t.Fatal(err)
 		}
-		nftchain.EnsureBatch(batch, desired, nil, false)
+		nftmodel.EnsureBatch(batch, desired, nil, false)
 		if batch.Deletes() {
 			t.Error("the first ADD's transaction counts as deleting")
 		}
 		if err := conn.Apply(batch); err != nil {
 			t.Fatalf("apply: %v", err)
 		}
-		existing, err := nftchain.ReadChains(conn, nftchain.OwnerChains(fwtest.PortOwner))
+		existing, err := nftmodel.ReadChains(conn, nftmodel.OwnerChains(fwtest.PortOwner))
 		if err != nil {
 			t.Fatal(err)
 		}
 		remove := &netfilter.Batch{}
 		for _, e := range existing {
-			nftchain.RemoveChain(remove, e, false)
+			nftmodel.RemoveChain(remove, e, false)
 		}
 		if !remove.Deletes() {
 			t.Error("a Remove's transaction does not count as deleting")

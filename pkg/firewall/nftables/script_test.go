@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/fwapi"
+	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/test/fwtest"
 	"cnisuite/test/golden"
 )
@@ -14,10 +14,10 @@ import (
 func TestMain(m *testing.M) { fwtest.Main(m) }
 
 func TestNFTEnsureScript(t *testing.T) {
-	old := Chains(fwtest.PortOwner, fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV6 = nil }))
-	var existing []nftchain.Existing
+	old := Chains(fwtest.PortOwner, fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6 = nil }))
+	var existing []nftmodel.Existing
 	for _, c := range old {
-		e := nftchain.Existing{Table: c.Table, Name: c.Name}
+		e := nftmodel.Existing{Table: c.Table, Name: c.Name}
 		for _, r := range c.Rules {
 			e.Comments = append(e.Comments, r.Comment())
 		}
@@ -25,10 +25,10 @@ func TestNFTEnsureScript(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		rules fwtypes.Rules
+		rules fwapi.Rules
 	}{
-		{"same", fwtest.PortRules(t, func(p *fwtypes.PortMaps) { p.ContainerV6 = nil })},
-		{"port_changed_snat_off", fwtest.PortRules(t, func(p *fwtypes.PortMaps) {
+		{"same", fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6 = nil })},
+		{"port_changed_snat_off", fwtest.PortRules(t, func(p *fwapi.PortMaps) {
 			p.ContainerV6, p.SNAT = nil, false
 			p.Mappings = p.Mappings[:1]
 			p.Mappings[0].HostPort = 8081
@@ -37,7 +37,7 @@ func TestNFTEnsureScript(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			desired := Chains(fwtest.PortOwner, tc.rules)
-			golden.Check(t, "nft_update_"+tc.name, nftchain.Script(desired, existing, skeletons(desired), nil))
+			golden.Check(t, "nft_update_"+tc.name, nftmodel.Script(desired, existing, skeletons(desired), nil))
 		})
 	}
 	t.Run("remove", func(t *testing.T) {
@@ -47,16 +47,16 @@ func TestNFTEnsureScript(t *testing.T) {
 }
 
 // removeScript renders, as nft commands, the transaction Remove sends as
-// a netlink batch (nftchain.RemoveChain): it serves only this test, which
+// a netlink batch (nftmodel.RemoveChain): it serves only this test, which
 // shows the deletions in readable form. The fast form deletes map elements
 // directly; the safe form re-adds each first, so that an element deleted
 // behind our back does not fail the transaction (at the price of a full
 // validation of the table by the kernel).
-func removeScript(existing []nftchain.Existing, safe bool) string {
+func removeScript(existing []nftmodel.Existing, safe bool) string {
 	var b strings.Builder
 	for _, e := range existing {
 		if safe {
-			b.WriteString(strings.Join(nftchain.DeleteChainLines(e), "\n") + "\n")
+			b.WriteString(strings.Join(nftmodel.DeleteChainLines(e), "\n") + "\n")
 			continue
 		}
 		for _, el := range e.Elems() {

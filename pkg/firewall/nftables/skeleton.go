@@ -4,15 +4,15 @@ import (
 	"github.com/google/nftables/expr"
 
 	"cnisuite/pkg/firewall/bridgechains"
-	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/firewall/nftrule"
 )
 
 // skeletons returns the skeleton of each table the chains are in, in the
 // order the tables first appear.
-func skeletons(chains []nftchain.Chain) []nftchain.Skeleton {
-	var out []nftchain.Skeleton
-	seen := map[nftchain.Table]bool{}
+func skeletons(chains []nftmodel.Chain) []nftmodel.Skeleton {
+	var out []nftmodel.Skeleton
+	seen := map[nftmodel.Table]bool{}
 	for _, c := range chains {
 		if !seen[c.Table] {
 			seen[c.Table] = true
@@ -23,48 +23,48 @@ func skeletons(chains []nftchain.Chain) []nftchain.Skeleton {
 }
 
 // skeleton returns the skeleton of one of our tables.
-func skeleton(t nftchain.Table) nftchain.Skeleton {
+func skeleton(t nftmodel.Table) nftmodel.Skeleton {
 	v4 := t.Family == "ip"
 	ip := "ip"
 	if !v4 {
 		ip = "ip6"
 	}
 	switch t {
-	case nftchain.IsoBridge:
+	case nftmodel.IsoBridge:
 		return bridgechains.IsoBridgeSkeleton()
-	case nftchain.IsoInet:
+	case nftmodel.IsoInet:
 		return bridgechains.IsoInetSkeleton()
 	}
 	switch t.Name {
-	case nftchain.Masq4.Name:
-		return nftchain.Skeleton{Table: t, Maps: []nftchain.Map{nftchain.Maps["sources"]}, Chains: []nftchain.Base{{
-			Name: "postrouting", Hook: nftchain.HookSrcNAT,
-			Rules: []nftchain.Rule{nftchain.Build(nil, nftrule.VmapOf(ip+" saddr", "sources",
+	case nftmodel.Masq4.Name:
+		return nftmodel.Skeleton{Table: t, Maps: []nftmodel.Map{nftmodel.Maps["sources"]}, Chains: []nftmodel.Base{{
+			Name: "postrouting", Hook: nftmodel.HookSrcNAT,
+			Rules: []nftmodel.Rule{nftmodel.Build(nil, nftrule.VmapOf(ip+" saddr", "sources",
 				nftrule.LoadNH(nftrule.SaddrOff(v4), nftrule.AddrLen(v4), nftrule.Reg1)))},
 		}}}
-	case nftchain.Port4.Name:
+	case nftmodel.Port4.Name:
 		return portSkeleton(t, v4, ip)
-	case nftchain.Spoof.Name:
+	case nftmodel.Spoof.Name:
 		return bridgechains.SpoofSkeleton()
 	}
-	return nftchain.Skeleton{Table: t}
+	return nftmodel.Skeleton{Table: t}
 }
 
 // portSkeleton is the portmap table: only traffic addressed to the node
 // itself (fib daddr type local) reaches the host-port maps.
-func portSkeleton(t nftchain.Table, v4 bool, ip string) nftchain.Skeleton {
-	toHostports := nftchain.Build(nil, nftrule.FibLocal(), nftrule.Jump("hostports"))
-	return nftchain.Skeleton{
+func portSkeleton(t nftmodel.Table, v4 bool, ip string) nftmodel.Skeleton {
+	toHostports := nftmodel.Build(nil, nftrule.FibLocal(), nftrule.Jump("hostports"))
+	return nftmodel.Skeleton{
 		Table: t,
-		Maps:  []nftchain.Map{nftchain.Maps["hostip_ports"], nftchain.Maps["ports"], nftchain.Maps["hairpins"]},
-		Chains: []nftchain.Base{
-			{Name: "prerouting", Hook: nftchain.HookPrerouting("nat", -100, "dstnat"), Rules: []nftchain.Rule{toHostports}},
-			{Name: "output", Hook: nftchain.HookOutputNAT, Rules: []nftchain.Rule{toHostports}},
-			{Name: "hostports", Rules: []nftchain.Rule{
-				nftchain.Build(nil, nftrule.VmapOf(ip+" daddr . meta l4proto . th dport", "hostip_ports", exprConcatKey(v4, true)...)),
-				nftchain.Build(nil, nftrule.VmapOf("meta l4proto . th dport", "ports", exprConcatKey(v4, false)...)),
+		Maps:  []nftmodel.Map{nftmodel.Maps["hostip_ports"], nftmodel.Maps["ports"], nftmodel.Maps["hairpins"]},
+		Chains: []nftmodel.Base{
+			{Name: "prerouting", Hook: nftmodel.HookPrerouting("nat", -100, "dstnat"), Rules: []nftmodel.Rule{toHostports}},
+			{Name: "output", Hook: nftmodel.HookOutputNAT, Rules: []nftmodel.Rule{toHostports}},
+			{Name: "hostports", Rules: []nftmodel.Rule{
+				nftmodel.Build(nil, nftrule.VmapOf(ip+" daddr . meta l4proto . th dport", "hostip_ports", exprConcatKey(v4, true)...)),
+				nftmodel.Build(nil, nftrule.VmapOf("meta l4proto . th dport", "ports", exprConcatKey(v4, false)...)),
 			}},
-			{Name: "masquerading", Hook: nftchain.HookSrcNAT, Rules: []nftchain.Rule{nftchain.Build(nil,
+			{Name: "masquerading", Hook: nftmodel.HookSrcNAT, Rules: []nftmodel.Rule{nftmodel.Build(nil,
 				nftrule.Ct("status", "dnat", 0x20), // IPS_DST_NAT
 				nftrule.VmapOf(ip+" daddr . meta l4proto . th dport", "hairpins", exprConcatKey(v4, true)...))}},
 		},

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
@@ -29,11 +29,11 @@ type table = netfilter.Table
 // Rules written by iptables-legacy are not visible over netlink and are
 // left alone. Jumps are deleted by rule handle, which costs nothing per
 // other rule of the parent chain (iptables -D would compare them all).
-func Delete(conn *netfilter.Conn, o fwtypes.Owner, batch *netfilter.Batch) error {
+func Delete(conn *netfilter.Conn, o fwapi.Owner, batch *netfilter.Batch) error {
 	var errs []error
 	collect := func(err error) { errs = append(errs, err) }
 	switch o.Plugin {
-	case fwtypes.PluginPortmap:
+	case fwapi.PluginPortmap:
 		for _, fam := range []string{"ip", "ip6"} {
 			for _, ch := range []string{"hostports", "hostip_hostports", "masquerading"} {
 				collect(refDeleteRules(conn, batch, table{Family: fam, Name: "cni_hostport"}, ch, func(r netfilter.Rule) bool {
@@ -42,7 +42,7 @@ func Delete(conn *netfilter.Conn, o fwtypes.Owner, batch *netfilter.Batch) error
 			}
 			collect(refChain(conn, batch, table{Family: fam, Name: "nat"}, DNChain(o), "CNI-HOSTPORT-DNAT"))
 		}
-	case fwtypes.PluginBridge:
+	case fwapi.PluginBridge:
 		prefix := Hash16(o.Network) + "-" + Hash16(o.IfName+":"+o.ContainerID)
 		collect(refDeleteRules(conn, batch, table{Family: "inet", Name: "cni_plugins_masquerade"}, "masq_checks", func(r netfilter.Rule) bool {
 			return strings.HasPrefix(r.Comment, prefix)
@@ -75,7 +75,7 @@ func refDeleteRules(conn *netfilter.Conn, batch *netfilter.Batch, t table, chain
 // refSpoofCheck removes the reference spoof check of the attachment (table
 // bridge nat, chains cni-br-iface-<cid>-<ifname> and its -mac chain, the
 // jump from PREROUTING commented macspoofchk-<cid>-<ifname>).
-func refSpoofCheck(conn *netfilter.Conn, batch *netfilter.Batch, o fwtypes.Owner) error {
+func refSpoofCheck(conn *netfilter.Conn, batch *netfilter.Batch, o fwapi.Owner) error {
 	ref := o.ContainerID + "-" + o.IfName
 	t := table{Family: "bridge", Name: "nat"}
 	chain := "cni-br-iface-" + ref
@@ -123,12 +123,12 @@ func refChain(conn *netfilter.Conn, batch *netfilter.Batch, t table, chain, pare
 
 // MasqChain is the reference bridge's masquerade chain name:
 // "CNI-" + sha512(net + id), 28 characters.
-func MasqChain(o fwtypes.Owner) string {
+func MasqChain(o fwapi.Owner) string {
 	return ("CNI-" + sha512Hex(o.Network+o.ContainerID))[:28]
 }
 
 // DNChain is the reference portmap's per-container DNAT chain name.
-func DNChain(o fwtypes.Owner) string {
+func DNChain(o fwapi.Owner) string {
 	return ("CNI-DN-" + sha512Hex(o.Network+o.ContainerID))[:28]
 }
 

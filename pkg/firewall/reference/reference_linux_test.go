@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/firewall"
-	"cnisuite/pkg/firewall/fwtypes"
-	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/fwapi"
+	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/firewall/reference"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
@@ -24,7 +24,7 @@ import (
 // iptables-restore payload or an nft script, per container.
 type refState struct {
 	name   string
-	owner  fwtypes.Owner
+	owner  fwapi.Owner
 	ipt    func(cid string) string // iptables-restore lines, without *nat/COMMIT
 	nft    func(cid string) string // nft script
 	shared []string                // what must stay: the reference's shared chains
@@ -34,8 +34,8 @@ func TestMain(m *testing.M) { fwtest.Main(m) }
 
 func TestNames(t *testing.T) {
 	tests := []struct{ got, want string }{
-		{reference.MasqChain(fwtypes.Owner{Network: "test", ContainerID: "1234"}), "CNI-2bbe0c48b91a7d1b8a6753a8"},
-		{reference.DNChain(fwtypes.Owner{Network: "test", ContainerID: "1234"}), "CNI-DN-2bbe0c48b91a7d1b8a675"},
+		{reference.MasqChain(fwapi.Owner{Network: "test", ContainerID: "1234"}), "CNI-2bbe0c48b91a7d1b8a6753a8"},
+		{reference.DNChain(fwapi.Owner{Network: "test", ContainerID: "1234"}), "CNI-DN-2bbe0c48b91a7d1b8a675"},
 	}
 	for _, tc := range tests {
 		if tc.got != tc.want {
@@ -45,29 +45,29 @@ func TestNames(t *testing.T) {
 }
 
 func refCases() []refState {
-	o1 := func(p string) fwtypes.Owner {
-		return fwtypes.Owner{Plugin: p, Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
+	o1 := func(p string) fwapi.Owner {
+		return fwapi.Owner{Plugin: p, Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
 	}
-	dn := func(cid string) string { return reference.DNChain(fwtypes.Owner{Network: "net1", ContainerID: cid}) }
-	mq := func(cid string) string { return reference.MasqChain(fwtypes.Owner{Network: "net1", ContainerID: cid}) }
+	dn := func(cid string) string { return reference.DNChain(fwapi.Owner{Network: "net1", ContainerID: cid}) }
+	mq := func(cid string) string { return reference.MasqChain(fwapi.Owner{Network: "net1", ContainerID: cid}) }
 	port := map[string]string{"ctr1": "8080", "ctr2": "8081"}
 	ip := map[string]string{"ctr1": "10.22.0.2", "ctr2": "10.22.0.3"}
 	return []refState{
-		{name: "portmap_iptables", owner: o1(fwtypes.PluginPortmap), shared: []string{"CNI-HOSTPORT-DNAT"},
+		{name: "portmap_iptables", owner: o1(fwapi.PluginPortmap), shared: []string{"CNI-HOSTPORT-DNAT"},
 			ipt: func(cid string) string {
 				return fmt.Sprintf(`:%[1]s - [0:0]
 -A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \"net1\" id: \"%[2]s\"" -m multiport --dports %[3]s -j %[1]s
 -A %[1]s -p tcp -m tcp --dport %[3]s -j DNAT --to-destination %[4]s:80
 `, dn(cid), cid, port[cid], ip[cid])
 			}},
-		{name: "portmap_nftables", owner: o1(fwtypes.PluginPortmap), shared: []string{"table ip cni_hostport"},
+		{name: "portmap_nftables", owner: o1(fwapi.PluginPortmap), shared: []string{"table ip cni_hostport"},
 			nft: func(cid string) string {
 				return fmt.Sprintf(`add rule ip cni_hostport hostports tcp dport %[2]s dnat to %[3]s:80 comment "%[1]s"
 add rule ip cni_hostport masquerading ip saddr %[3]s ip daddr %[3]s masquerade comment "%[1]s"
 add rule ip cni_hostport masquerading ip saddr 127.0.0.1 ip daddr %[3]s masquerade comment "%[1]s"
 `, cid, port[cid], ip[cid])
 			}},
-		{name: "bridge_iptables", owner: o1(fwtypes.PluginBridge), shared: []string{"POSTROUTING"},
+		{name: "bridge_iptables", owner: o1(fwapi.PluginBridge), shared: []string{"POSTROUTING"},
 			ipt: func(cid string) string {
 				c := fmt.Sprintf(`-m comment --comment "name: \"net1\" id: \"%s\""`, cid)
 				return fmt.Sprintf(`:%[1]s - [0:0]
@@ -76,12 +76,12 @@ add rule ip cni_hostport masquerading ip saddr 127.0.0.1 ip daddr %[3]s masquera
 -A %[1]s ! -d 224.0.0.0/4 %[3]s -j MASQUERADE
 `, mq(cid), ip[cid], c)
 			}},
-		{name: "bridge_nftables", owner: o1(fwtypes.PluginBridge), shared: []string{"chain masq_checks"},
+		{name: "bridge_nftables", owner: o1(fwapi.PluginBridge), shared: []string{"chain masq_checks"},
 			nft: func(cid string) string {
 				c := reference.Hash16("net1") + "-" + reference.Hash16("eth0:"+cid) + ", net: net1, if: eth0, id: " + cid
 				return fmt.Sprintf("add rule inet cni_plugins_masquerade masq_checks ip saddr %s ip daddr != 10.22.0.0/24 masquerade comment %q\n", ip[cid], c)
 			}},
-		{name: "bridge_spoofcheck", owner: o1(fwtypes.PluginBridge), shared: []string{"table bridge nat"},
+		{name: "bridge_spoofcheck", owner: o1(fwapi.PluginBridge), shared: []string{"table bridge nat"},
 			nft: func(cid string) string {
 				ch := "cni-br-iface-" + cid + "-eth0"
 				c := fmt.Sprintf("comment %q", "macspoofchk-"+cid+"-eth0")
@@ -163,7 +163,7 @@ func writeReference(t *testing.T, tc refState) {
 	t.Helper()
 	if tc.nft != nil {
 		script := refBaseNFT + tc.nft("ctr1") + tc.nft("ctr2")
-		if err := nftchain.RunScript(context.Background(), script); err != nil {
+		if err := nftmodel.RunScript(context.Background(), script); err != nil {
 			t.Fatalf("writing the reference's nftables rules: %v\n%s", err, script)
 		}
 		return
@@ -199,7 +199,7 @@ func TestDeleteKeepsTheCause(t *testing.T) {
 		t.Skipf("no netfilter socket here: %v", err)
 	}
 	conn.Close()
-	for _, o := range []fwtypes.Owner{fwtest.PortOwner, fwtest.BridgeOwner} {
+	for _, o := range []fwapi.Owner{fwtest.PortOwner, fwtest.BridgeOwner} {
 		err := reference.Delete(conn, o, &netfilter.Batch{})
 		if !errors.Is(err, unix.EBADF) || types.Code(err) != types.CodeIO {
 			t.Errorf("Delete(%s) on a closed socket = %v (code %d), want EBADF wrapped, code %d", o.Plugin, err, types.Code(err), types.CodeIO)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"cnisuite/pkg/firewall"
-	"cnisuite/pkg/firewall/nftchain"
+	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/ns"
 )
 
@@ -156,7 +156,7 @@ func TestIsolate(t *testing.T) {
 			if err := x.check(x1); err != nil {
 				t.Errorf("CHECK x1: %v", err)
 			}
-			from := nftchain.NetChainName(nftchain.PrefixIsoFrom, firewall.Owner{Plugin: firewall.PluginBridge, Network: "net-" + x.bridge})
+			from := nftmodel.NetChainName(nftmodel.PrefixIsoFrom, firewall.Owner{Plugin: firewall.PluginBridge, Network: "net-" + x.bridge})
 			x.del(x1)
 			wantBlocked(t, "x2 → y1 after x1 left", tcp(x2.ns, y1.ns, y1.addr(4), 0, blockedWait))
 			x.del(x2)

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 )
 
 // Owner chain prefixes, all in table nat. Chain names are at most 28
@@ -36,26 +36,26 @@ type Jump struct {
 }
 
 // ChainName returns the name of an owner chain of the given kind.
-func ChainName(prefix string, o fwtypes.Owner) string {
+func ChainName(prefix string, o fwapi.Owner) string {
 	return prefix + o.NetHash()[:6] + o.Hash()[:14]
 }
 
 // NetPrefixes returns the name prefixes of a network's owner chains.
 func NetPrefixes(plugin, network string) []string {
-	n := fwtypes.Owner{Plugin: plugin, Network: network}.NetHash()[:6]
+	n := fwapi.Owner{Plugin: plugin, Network: network}.NetHash()[:6]
 	return []string{PrefixMasq + n, PrefixDNAT + n, PrefixHairpin + n}
 }
 
 // OwnerChains lists every chain an owner may have in one family.
-func OwnerChains(o fwtypes.Owner) []string {
+func OwnerChains(o fwapi.Owner) []string {
 	return []string{ChainName(PrefixMasq, o), ChainName(PrefixDNAT, o), ChainName(PrefixHairpin, o)}
 }
 
 // ProbeChains returns the chains whose state tells what an owner holds: a
 // bridge owner's masquerade chain; a portmap owner's DNAT chain, whose
 // hairpin chain always exists alongside.
-func ProbeChains(o fwtypes.Owner) []string {
-	if o.Plugin == fwtypes.PluginPortmap {
+func ProbeChains(o fwapi.Owner) []string {
+	if o.Plugin == fwapi.PluginPortmap {
 		return []string{ChainName(PrefixDNAT, o)}
 	}
 	return []string{ChainName(PrefixMasq, o)}
@@ -64,7 +64,7 @@ func ProbeChains(o fwtypes.Owner) []string {
 // WithCompanions adds the hairpin chain to a portmap owner's existing
 // chains (name → sources), since it was created and must be deleted with
 // the DNAT chain.
-func WithCompanions(o fwtypes.Owner, existing map[string][]string) map[string][]string {
+func WithCompanions(o fwapi.Owner, existing map[string][]string) map[string][]string {
 	if _, ok := existing[ChainName(PrefixDNAT, o)]; ok {
 		existing[ChainName(PrefixHairpin, o)] = nil
 	}
@@ -91,7 +91,7 @@ func ParentsOf(chains []string) []string {
 }
 
 // Desired returns the owner chains r needs in one family.
-func Desired(o fwtypes.Owner, r fwtypes.Rules, v4 bool) []Chain {
+func Desired(o fwapi.Owner, r fwapi.Rules, v4 bool) []Chain {
 	var out []Chain
 	if c := masqChain(o, r.Masq, v4); len(c.Rules) > 0 {
 		out = append(out, c)
@@ -104,7 +104,7 @@ func Desired(o fwtypes.Owner, r fwtypes.Rules, v4 bool) []Chain {
 
 // HasConditions reports whether the user's free-form iptables conditions
 // apply to the family.
-func HasConditions(r fwtypes.Rules, v4 bool) bool {
+func HasConditions(r fwapi.Rules, v4 bool) bool {
 	if r.PortMaps == nil {
 		return false
 	}
@@ -114,19 +114,19 @@ func HasConditions(r fwtypes.Rules, v4 bool) bool {
 	return len(r.PortMaps.ConditionsV6) > 0
 }
 
-func masqChain(o fwtypes.Owner, ms []fwtypes.Masq, v4 bool) Chain {
+func masqChain(o fwapi.Owner, ms []fwapi.Masq, v4 bool) Chain {
 	c := Chain{Name: ChainName(PrefixMasq, o)}
 	multicast := "ff00::/8"
 	if v4 {
 		multicast = "224.0.0.0/4"
 	}
 	for _, m := range ms {
-		if fwtypes.IsV4(m.Addr.IP) != v4 {
+		if fwapi.IsV4(m.Addr.IP) != v4 {
 			continue
 		}
-		src := fwtypes.HostNet(m.Addr.IP).String()
+		src := fwapi.HostNet(m.Addr.IP).String()
 		c.Rules = append(c.Rules,
-			digested(Rule{"-s", src, "-d", fwtypes.SubnetOf(&m.Addr).String()}, "-j", "RETURN"),
+			digested(Rule{"-s", src, "-d", fwapi.SubnetOf(&m.Addr).String()}, "-j", "RETURN"),
 			digested(Rule{"-s", src, "-d", multicast}, "-j", "RETURN"),
 			digested(Rule{"-s", src}, "-j", "MASQUERADE"))
 	}
@@ -135,7 +135,7 @@ func masqChain(o fwtypes.Owner, ms []fwtypes.Masq, v4 bool) Chain {
 
 // dnatChain marks hairpin and localhost connections, then DNATs, per
 // mapping of the family.
-func dnatChain(o fwtypes.Owner, pm *fwtypes.PortMaps, v4 bool) Chain {
+func dnatChain(o fwapi.Owner, pm *fwapi.PortMaps, v4 bool) Chain {
 	c := Chain{Name: ChainName(PrefixDNAT, o)}
 	cip, conds := pm.ContainerV6, pm.ConditionsV6
 	if v4 {
@@ -153,20 +153,20 @@ func dnatChain(o fwtypes.Owner, pm *fwtypes.PortMaps, v4 bool) Chain {
 	case pm.MasqAll:
 		sources = []Rule{nil}
 	case v4:
-		sources = []Rule{src(fwtypes.SubnetOf(cip)), src(fwtypes.HostNet(net.IPv4(127, 0, 0, 1)))}
+		sources = []Rule{src(fwapi.SubnetOf(cip)), src(fwapi.HostNet(net.IPv4(127, 0, 0, 1)))}
 	default:
-		sources = []Rule{src(fwtypes.SubnetOf(cip))}
+		sources = []Rule{src(fwapi.SubnetOf(cip))}
 	}
-	for _, m := range fwtypes.ForFamily(pm.Mappings, v4) {
+	for _, m := range fwapi.ForFamily(pm.Mappings, v4) {
 		match := slices.Clone(Rule(conds))
 		if h := m.SpecificHost(); h != nil {
-			match = append(match, dst(fwtypes.HostNet(h))...)
+			match = append(match, dst(fwapi.HostNet(h))...)
 		}
 		match = append(match, "-p", m.Protocol, "-m", m.Protocol, "--dport", fmt.Sprint(m.HostPort))
 		for _, s := range sources {
 			c.Rules = append(c.Rules, digested(append(slices.Clone(s), match...), mark...))
 		}
-		c.Rules = append(c.Rules, digested(match, "-j", "DNAT", "--to-destination", fwtypes.JoinHostPort(cip.IP, m.ContainerPort)))
+		c.Rules = append(c.Rules, digested(match, "-j", "DNAT", "--to-destination", fwapi.JoinHostPort(cip.IP, m.ContainerPort)))
 	}
 	return c
 }
@@ -210,7 +210,7 @@ func lastAddr(n *net.IPNet) net.IP {
 // hairpinChain masquerades the packets the DNAT chain marked. It is empty
 // without SNAT, or when an external chain sets the mark (its owner then
 // masquerades).
-func hairpinChain(o fwtypes.Owner, pm *fwtypes.PortMaps) Chain {
+func hairpinChain(o fwapi.Owner, pm *fwapi.PortMaps) Chain {
 	c := Chain{Name: ChainName(PrefixHairpin, o)}
 	if pm.SNAT && pm.ExternalSetMarkChain == "" {
 		bit := fmt.Sprintf("%#x/%#x", 1<<pm.MarkBit, 1<<pm.MarkBit)
@@ -235,7 +235,7 @@ func Sources(rules []Rule) []string {
 // Jumps returns the jumps leading into an owner chain. They are a function
 // of the chain's name and, for a masquerade chain, of the sources of its
 // rules, so Remove derives them from what it reads back.
-func Jumps(o fwtypes.Owner, chain string, sources []string) []Jump {
+func Jumps(o fwapi.Owner, chain string, sources []string) []Jump {
 	tag := Rule{"-m", "comment", "--comment", EntryTag(o), "-j", chain}
 	switch {
 	case strings.HasPrefix(chain, PrefixDNAT):
@@ -252,4 +252,4 @@ func Jumps(o fwtypes.Owner, chain string, sources []string) []Jump {
 }
 
 // ChainJumps returns the jumps leading into c.
-func ChainJumps(o fwtypes.Owner, c Chain) []Jump { return Jumps(o, c.Name, Sources(c.Rules)) }
+func ChainJumps(o fwapi.Owner, c Chain) []Jump { return Jumps(o, c.Name, Sources(c.Rules)) }

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 )
 
 // Line returns an iptables-restore line: the action ("-A <chain>", "-D
@@ -17,7 +17,7 @@ func Line(action string, r Rule) string { return action + " " + r.String() }
 // existing owner chains (name → the sources of their rules, see Sources)
 // into the desired ones. Declaring a chain flushes it, so rewriting it is
 // one line; jumps are added or deleted by difference.
-func EnsurePayload(o fwtypes.Owner, desired []Chain, existing map[string][]string) string {
+func EnsurePayload(o fwapi.Owner, desired []Chain, existing map[string][]string) string {
 	lines := []string{"*nat"}
 	want := map[string]bool{}
 	for _, c := range desired {
@@ -60,7 +60,7 @@ func (j Jump) key() string { return j.Parent + " " + j.Rule.String() }
 
 // RemovePayload deletes the existing owner chains (name → sources) and
 // their jumps; empty when nothing exists.
-func RemovePayload(o fwtypes.Owner, existing map[string][]string) string {
+func RemovePayload(o fwapi.Owner, existing map[string][]string) string {
 	if len(existing) == 0 {
 		return ""
 	}
@@ -71,7 +71,7 @@ func RemovePayload(o fwtypes.Owner, existing map[string][]string) string {
 	return strings.Join(append(lines, "COMMIT"), "\n") + "\n"
 }
 
-func deleteChain(o fwtypes.Owner, chain string, sources []string) []string {
+func deleteChain(o fwapi.Owner, chain string, sources []string) []string {
 	var lines []string
 	for _, j := range Jumps(o, chain, sources) {
 		lines = append(lines, Line("-D "+j.Parent, j.Rule))
@@ -82,7 +82,7 @@ func deleteChain(o fwtypes.Owner, chain string, sources []string) []string {
 // Payloads returns the iptables-restore payloads Ensure writes for an owner
 // with no rules yet, each after a line naming its command: the text golden
 // files hold.
-func Payloads(o fwtypes.Owner, r fwtypes.Rules) string {
+func Payloads(o fwapi.Owner, r fwapi.Rules) string {
 	var b strings.Builder
 	for _, v4 := range []bool{true, false} {
 		cmd := "ip6tables-restore"

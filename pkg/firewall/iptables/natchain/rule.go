@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 )
 
 // Rule is an iptables rule as its arguments after "-A <chain>".
@@ -83,7 +83,7 @@ const maxComment = 255
 // name), it is "cnisuite ", 32 hex of the owner's digest, a space and as
 // much of the owner as fits: unique, and the same from both writers.
 // (iptables-restore also refuses any word over 1,023 bytes.)
-func EntryTag(o fwtypes.Owner) string {
+func EntryTag(o fwapi.Owner) string {
 	tag := "cnisuite " + o.String()
 	if len(tag) <= maxComment {
 		return tag
@@ -100,7 +100,7 @@ func EntryTag(o fwtypes.Owner) string {
 // OldEntryTag is the comment the jumps of an owner got from versions
 // before EntryTag was bounded: "cnisuite " and the owner, cut after 255
 // bytes by iptables (longer IDs failed to write). Check still finds them.
-func OldEntryTag(o fwtypes.Owner) string {
+func OldEntryTag(o fwapi.Owner) string {
 	tag := "cnisuite " + o.String()
 	return tag[:min(len(tag), maxComment)]
 }

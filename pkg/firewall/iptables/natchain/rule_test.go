@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 )
 
 func TestRuleString(t *testing.T) {
@@ -38,7 +38,7 @@ func TestRuleParts(t *testing.T) {
 }
 
 func TestEntryTag(t *testing.T) {
-	short := fwtypes.Owner{Plugin: "portmap", Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
+	short := fwapi.Owner{Plugin: "portmap", Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
 	if got := EntryTag(short); got != "cnisuite portmap/net1/ctr1/eth0" || OldEntryTag(short) != got {
 		t.Errorf("EntryTag(short owner) = %q, want the owner as it is", got)
 	}
@@ -60,7 +60,7 @@ func TestEntryTag(t *testing.T) {
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "?") == s }
 
 func TestChainNames(t *testing.T) {
-	o := fwtypes.Owner{Plugin: "portmap", Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
+	o := fwapi.Owner{Plugin: "portmap", Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
 	for _, p := range []string{PrefixMasq, PrefixDNAT, PrefixHairpin} {
 		if n := ChainName(p, o); len(n) != 28 {
 			t.Errorf("ChainName(%q) = %q: %d characters, want 28", p, n, len(n))

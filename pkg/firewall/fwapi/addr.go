@@ -1,4 +1,4 @@
-package fwtypes
+package fwapi
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package nftchain
+package nftmodel
 
 import (
 	"errors"

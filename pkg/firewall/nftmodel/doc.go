@@ -1,4 +1,4 @@
-// Package nftchain holds our nftables objects and turns them into one
+// Package nftmodel holds our nftables objects and turns them into one
 // transaction per call. Every table of ours and every owner chain's name is
 // defined here, whichever layer fills them: the nftables backend writes the
 // masquerade and port-mapping chains, package bridgechains the spoof-check
@@ -20,4 +20,4 @@
 // holding its rules is left alone, so that an ADD, fresh or repeated,
 // deletes nothing (a deleting transaction makes the next close of a
 // netfilter socket wait; see pkg/netfilter).
-package nftchain
+package nftmodel

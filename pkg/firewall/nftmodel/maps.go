@@ -1,4 +1,4 @@
-package nftchain
+package nftmodel
 
 import (
 	"encoding/binary"
@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/nftrule"
 )
 
@@ -143,13 +143,13 @@ func fieldBytes(t Table, f, s string) ([]byte, error) {
 	switch f {
 	case "addr":
 		ip := net.ParseIP(s)
-		if ip == nil || (t.Family == "ip") != fwtypes.IsV4(ip) {
+		if ip == nil || (t.Family == "ip") != fwapi.IsV4(ip) {
 			return nil, fmt.Errorf("%q is not an address of family %s", s, t.Family)
 		}
 		return nftrule.FamIP(t.Family == "ip", ip), nil
 	case "addr4", "addr6":
 		ip := net.ParseIP(s)
-		if ip == nil || (f == "addr4") != fwtypes.IsV4(ip) {
+		if ip == nil || (f == "addr4") != fwapi.IsV4(ip) {
 			return nil, fmt.Errorf("%q is not an address of type %s", s, f)
 		}
 		return nftrule.FamIP(f == "addr4", ip), nil

@@ -1,4 +1,4 @@
-package nftchain
+package nftmodel
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
@@ -22,8 +22,8 @@ const NFT = "nft"
 // Ensure makes the owner's chains exactly desired, with the skeletons of
 // their tables, in one transaction: one netlink batch on conn when every
 // rule has a kernel form, else one `nft -f -` script. A map key held by
-// another owner makes it fail with fwtypes.ErrConflict.
-func Ensure(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner, desired []Chain, skels []Skeleton) error {
+// another owner makes it fail with fwapi.ErrConflict.
+func Ensure(ctx context.Context, conn *netfilter.Conn, o fwapi.Owner, desired []Chain, skels []Skeleton) error {
 	if !Buildable(desired) {
 		return ensureScript(ctx, conn, o, desired, skels)
 	}
@@ -45,7 +45,7 @@ func Ensure(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner, desired 
 		}
 	}
 	if IsConflict(err) {
-		return types.Errorf(fwtypes.ErrConflict, "%s: a host port, address or interface is already taken by another attachment: %w", o, err)
+		return types.Errorf(fwapi.ErrConflict, "%s: a host port, address or interface is already taken by another attachment: %w", o, err)
 	}
 	if err != nil {
 		return types.Errorf(types.ErrIO, "%s: %w", o, err)
@@ -67,9 +67,9 @@ func EnsureGuard(conn *netfilter.Conn) error {
 
 // ensureScript is Ensure through nft -f -, for rules with user conditions,
 // whose kernel form only nft builds.
-func ensureScript(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner, desired []Chain, skels []Skeleton) error {
+func ensureScript(ctx context.Context, conn *netfilter.Conn, o fwapi.Owner, desired []Chain, skels []Skeleton) error {
 	err := ensureScriptOnce(ctx, conn, o, desired, skels)
-	if err != nil && !errors.Is(err, fwtypes.ErrConflict) {
+	if err != nil && !errors.Is(err, fwapi.ErrConflict) {
 		// A network chain may have gone with its network's last other
 		// owner between our read and our write: read and write again.
 		err = ensureScriptOnce(ctx, conn, o, desired, skels)
@@ -77,7 +77,7 @@ func ensureScript(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner, de
 	return err
 }
 
-func ensureScriptOnce(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner, desired []Chain, skels []Skeleton) error {
+func ensureScriptOnce(ctx context.Context, conn *netfilter.Conn, o fwapi.Owner, desired []Chain, skels []Skeleton) error {
 	existing, err := ReadChains(conn, readList(o, desired))
 	intact := map[Table]bool{} // non-nil: identical chains keep their rules
 	for _, s := range skels {
@@ -96,7 +96,7 @@ func ensureScriptOnce(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner
 	}
 	if err := RunScript(ctx, script); err != nil {
 		if strings.Contains(err.Error(), "File exists") {
-			return types.Errorf(fwtypes.ErrConflict, "%s: a host port, address or interface is already taken by another attachment: %w", o, err)
+			return types.Errorf(fwapi.ErrConflict, "%s: a host port, address or interface is already taken by another attachment: %w", o, err)
 		}
 		return err
 	}
@@ -112,13 +112,13 @@ func ensureScriptOnce(ctx context.Context, conn *netfilter.Conn, o fwtypes.Owner
 //
 // Then it deletes the network chains of the owner's network that no owner
 // holds any more (ReleaseNet).
-func Remove(conn *netfilter.Conn, o fwtypes.Owner, extra *netfilter.Batch, also func(*netfilter.Batch) error) error {
+func Remove(conn *netfilter.Conn, o fwapi.Owner, extra *netfilter.Batch, also func(*netfilter.Batch) error) error {
 	return errors.Join(removeOwner(conn, o, extra, also), ReleaseNet(conn, o))
 }
 
 // readList is what Ensure reads: every chain the owner may have, and the
 // network chains it wants (never others: Ensure would delete them).
-func readList(o fwtypes.Owner, desired []Chain) []Chain {
+func readList(o fwapi.Owner, desired []Chain) []Chain {
 	out := OwnerChains(o)
 	for _, n := range NetChains(o) {
 		for _, c := range desired {
@@ -133,7 +133,7 @@ func readList(o fwtypes.Owner, desired []Chain) []Chain {
 // ReleaseNet deletes the network chains of o's network, with their map
 // elements, in one transaction that the kernel refuses (EBUSY) while any
 // owner's hold chain still jumps to one of them: then they stay.
-func ReleaseNet(conn *netfilter.Conn, o fwtypes.Owner) error {
+func ReleaseNet(conn *netfilter.Conn, o fwapi.Owner) error {
 	existing, err := ReadChains(conn, NetChains(o))
 	if err != nil || len(existing) == 0 {
 		return err
@@ -159,7 +159,7 @@ func ReleaseNet(conn *netfilter.Conn, o fwtypes.Owner) error {
 	return nil
 }
 
-func removeOwner(conn *netfilter.Conn, o fwtypes.Owner, extra *netfilter.Batch, also func(*netfilter.Batch) error) error {
+func removeOwner(conn *netfilter.Conn, o fwapi.Owner, extra *netfilter.Batch, also func(*netfilter.Batch) error) error {
 	existing, err := ReadChains(conn, OwnerChains(o))
 	if err != nil {
 		return err
@@ -195,7 +195,7 @@ func removeOwner(conn *netfilter.Conn, o fwtypes.Owner, extra *netfilter.Batch, 
 
 // Check compares the chains in the kernel, read on conn, with the desired
 // ones.
-func Check(conn *netfilter.Conn, o fwtypes.Owner, desired []Chain) error {
+func Check(conn *netfilter.Conn, o fwapi.Owner, desired []Chain) error {
 	existing, err := ReadChains(conn, refs(desired))
 	if err != nil {
 		return err
@@ -208,7 +208,7 @@ func Check(conn *netfilter.Conn, o fwtypes.Owner, desired []Chain) error {
 
 // GC removes the network's owner chains, in every table of ours, whose
 // owner is not kept.
-func GC(plugin, network string, keep []fwtypes.Owner) error {
+func GC(plugin, network string, keep []fwapi.Owner) error {
 	stale, err := staleChains(plugin, network, keep)
 	if err != nil {
 		return err
@@ -232,7 +232,7 @@ func GC(plugin, network string, keep []fwtypes.Owner) error {
 	if err := conn.Apply(batch); err != nil {
 		return types.Errorf(types.ErrIO, "GC of network %q: %w", network, err)
 	}
-	return ReleaseNet(conn, fwtypes.Owner{Plugin: plugin, Network: network})
+	return ReleaseNet(conn, fwapi.Owner{Plugin: plugin, Network: network})
 }
 
 // RunScript applies a script as one transaction: nft -f -.
@@ -267,11 +267,11 @@ func compare(desired []Chain, existing []Existing) error {
 	for _, c := range desired {
 		got, ok := have[c.ID()]
 		if !ok {
-			return types.Errorf(fwtypes.ErrMissing, "chain %s %s is missing", c.Table, c.Name)
+			return types.Errorf(fwapi.ErrMissing, "chain %s %s is missing", c.Table, c.Name)
 		}
 		for _, r := range c.Rules {
 			if got[r.Comment()] == 0 {
-				return types.Errorf(fwtypes.ErrMissing, "rule %q is missing from chain %s %s", r.Text, c.Table, c.Name)
+				return types.Errorf(fwapi.ErrMissing, "rule %q is missing from chain %s %s", r.Text, c.Table, c.Name)
 			}
 			got[r.Comment()]--
 		}

@@ -1,4 +1,4 @@
-package nftchain
+package nftmodel
 
 import (
 	"fmt"
@@ -53,7 +53,7 @@ var LocalnetGuardTable = Table{Family: "ip", Name: "cnisuite_localnet"}
 // interface but lo, before DNAT. route_localnet=1 (needed for
 // 127.0.0.1:hostPort) would otherwise let neighbours reach services bound
 // to the node's loopback (the CVE-2020-8558 class). Node-wide and constant;
-// both backends put it in place (fwtypes.Rules.NeedsLocalnetGuard).
+// both backends put it in place (fwapi.Rules.NeedsLocalnetGuard).
 func LocalnetGuard() Skeleton {
 	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
 	return Skeleton{Table: LocalnetGuardTable, Chains: []Base{{

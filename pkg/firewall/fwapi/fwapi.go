@@ -1,9 +1,9 @@
-// Package fwtypes is the vocabulary every firewall layer shares: who owns
+// Package fwapi is the vocabulary every firewall layer shares: who owns
 // rules (Owner), what an attachment wants (Rules), the Backend interface
 // and its errors. It sits below the backends so that each of them, and
 // pkg/firewall above them, can use it without importing one another;
 // pkg/firewall re-exports it under its own name.
-package fwtypes
+package fwapi
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package nftchain
+package nftmodel
 
 import (
 	"crypto/sha256"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/nftables/expr"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
 )
@@ -120,17 +120,17 @@ func ParseComment(c string) (digest string, elem *Elem, ok bool) {
 }
 
 // ChainName returns the name of an owner chain of the given kind.
-func ChainName(prefix string, o fwtypes.Owner) string {
+func ChainName(prefix string, o fwapi.Owner) string {
 	return prefix + "-" + o.NetHash()[:8] + "-" + o.Hash()[:16]
 }
 
 // NetChainName returns the name of a network chain of the given kind.
-func NetChainName(prefix string, o fwtypes.Owner) string {
+func NetChainName(prefix string, o fwapi.Owner) string {
 	return prefix + "-" + o.NetHash()[:8]
 }
 
 // NetChains lists every network chain of the owner's network.
-func NetChains(o fwtypes.Owner) []Chain {
+func NetChains(o fwapi.Owner) []Chain {
 	return []Chain{
 		{Table: IsoInet, Name: NetChainName(PrefixIsoFrom, o)},
 		{Table: IsoInet, Name: NetChainName(PrefixIsoTo, o)},
@@ -140,11 +140,11 @@ func NetChains(o fwtypes.Owner) []Chain {
 
 // netPrefix returns the common start of the names of a network's chains.
 func netPrefix(prefix, plugin, network string) string {
-	return prefix + "-" + fwtypes.Owner{Plugin: plugin, Network: network}.NetHash()[:8] + "-"
+	return prefix + "-" + fwapi.Owner{Plugin: plugin, Network: network}.NetHash()[:8] + "-"
 }
 
 // OwnerChains lists every chain an owner may have, whatever its rules.
-func OwnerChains(o fwtypes.Owner) []Chain {
+func OwnerChains(o fwapi.Owner) []Chain {
 	return []Chain{
 		{Table: Masq4, Name: ChainName(PrefixMasq, o)},
 		{Table: Masq6, Name: ChainName(PrefixMasq, o)},

@@ -1,9 +1,9 @@
-package nftchain
+package nftmodel
 
 import (
 	"github.com/google/nftables"
 
-	"cnisuite/pkg/firewall/fwtypes"
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
@@ -70,7 +70,7 @@ func dropElemsTo(conn *nftables.Conn, e Existing) error {
 
 // staleChains lists the network's owner chains not belonging to kept
 // owners.
-func staleChains(plugin, network string, keep []fwtypes.Owner) ([]Chain, error) {
+func staleChains(plugin, network string, keep []fwapi.Owner) ([]Chain, error) {
 	conn, err := nftables.New()
 	if err != nil {
 		return nil, types.Errorf(types.ErrIO, "netlink to nftables: %w", err)
