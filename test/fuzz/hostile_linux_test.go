@@ -53,6 +53,7 @@ var hostileCases = []hostileCase{
 	{name: "tuning state file is a link", plugin: "tuning", base: "all-keys",
 		plant: linkAt("teardown-state_eth0.json", "data")},
 	{name: "tuning dataDir shared 1777", plugin: "tuning", base: "all-keys", plant: sharedDir},
+	{name: "iptables jump records are a link", plugin: "bridge", base: "l3-default", plant: plantedJumpRecords},
 	{name: "logFile is a link", plugin: "bridge", base: "l3-default",
 		plant: func(t *testing.T, p Paths, victim string) string {
 			return linkAt("cni.log", "data")(t, p, victim)
@@ -188,4 +189,24 @@ func errorsJoin(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// plantedJumpRecords makes /run/cnisuite/iptables-jumps (the iptables-nft
+// backend's records of its jumps, shared by every network) a link to the
+// victim: the records are then not kept (DEL finds the jumps by a dump),
+// never written through.
+func plantedJumpRecords(t *testing.T, _ Paths, victim string) string {
+	t.Helper()
+	const records = "/run/cnisuite/iptables-jumps"
+	if err := os.RemoveAll(records); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(records), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, records); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(records) })
+	return ""
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -12,6 +11,7 @@ import (
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/netfilter"
+	"cnisuite/pkg/statedir"
 )
 
 // With iptables-nft, the jumps into an owner's chains are rules of the
@@ -31,8 +31,12 @@ import (
 // kernel refuse to delete a chain still in use, and Remove tries again
 // with the dump.
 
-// jumpsDir holds the files, one directory per network namespace.
-const jumpsDir = "/run/cnisuite/iptables-jumps"
+// jumpsRoot and jumpsDir hold the files, one directory per network
+// namespace, reached without following links (pkg/statedir).
+const (
+	jumpsRoot = "/run/cnisuite"
+	jumpsDir  = "iptables-jumps"
+)
 
 // jump is one rule of a built-in chain that jumps into an owner chain.
 type jump struct {
@@ -40,29 +44,56 @@ type jump struct {
 	handle uint64
 }
 
-// jumpsPath names the file of an owner's jumps in one family, under the
+// jumpsFile is the file of an owner's jumps in one family, under the
 // network namespace of the calling thread.
 // Equivalent to: /run/cnisuite/iptables-jumps/<netns inode>/<4|6>-<owner hash>
-func jumpsPath(f family, o fwapi.Owner) (string, error) {
-	return jumpsPathOf(f, o.NetHash()[:6]+o.Hash()[:14])
+type jumpsFile struct{ netns, name string }
+
+func jumpsFileFor(f family, o fwapi.Owner) (jumpsFile, error) {
+	return jumpsFileOf(f, o.NetHash()[:6]+o.Hash()[:14])
 }
 
-// jumpsPathOf names the file of the owner whose chains end in key (the
+// jumpsFileOf names the file of the owner whose chains end in key (the
 // part of an owner chain's name after its prefix).
-func jumpsPathOf(f family, key string) (string, error) {
+func jumpsFileOf(f family, key string) (jumpsFile, error) {
 	fi, err := os.Stat("/proc/thread-self/ns/net")
 	if err != nil {
-		return "", err
+		return jumpsFile{}, err
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return "", errors.New("no inode for the network namespace")
+		return jumpsFile{}, errors.New("no inode for the network namespace")
 	}
 	digit := "6"
 	if f.v4 {
 		digit = "4"
 	}
-	return filepath.Join(jumpsDir, strconv.FormatUint(st.Ino, 10), digit+"-"+key), nil
+	return jumpsFile{netns: strconv.FormatUint(st.Ino, 10), name: digit + "-" + key}, nil
+}
+
+// dir opens the file's directory, creating it when create is set.
+func (j jumpsFile) dir(create bool) (*statedir.Dir, error) {
+	root, err := statedir.OpenRoot(jumpsRoot, create, 0o755)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	all, err := root.Sub(jumpsDir, create, 0o700)
+	if err != nil {
+		return nil, err
+	}
+	defer all.Close()
+	return all.Sub(j.netns, create, 0o700)
+}
+
+// remove removes the file, if any.
+func (j jumpsFile) remove() {
+	d, err := j.dir(false)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	_ = d.Remove(j.name) // a record left costs the next Remove a dump
 }
 
 // forgetChainJumps removes the file of the owner of an owner chain, which
@@ -70,8 +101,8 @@ func jumpsPathOf(f family, key string) (string, error) {
 func forgetChainJumps(f family, chain string) {
 	for _, p := range []string{natchain.PrefixMasq, natchain.PrefixDNAT, natchain.PrefixHairpin} {
 		if key, ok := strings.CutPrefix(chain, p); ok {
-			if path, err := jumpsPathOf(f, key); err == nil {
-				_ = os.Remove(path)
+			if j, err := jumpsFileOf(f, key); err == nil {
+				j.remove()
 			}
 		}
 	}
@@ -80,25 +111,27 @@ func forgetChainJumps(f family, chain string) {
 // saveJumps records the jumps of an owner's chains; none removes the file.
 // Failing to record costs the next Remove a dump, nothing else.
 func saveJumps(f family, o fwapi.Owner, jumps []jump) {
-	path, err := jumpsPath(f, o)
+	j, err := jumpsFileFor(f, o)
 	if err != nil {
 		return
 	}
 	if len(jumps) == 0 {
-		_ = os.Remove(path)
+		j.remove()
 		return
 	}
 	var b strings.Builder
-	for _, j := range jumps {
-		fmt.Fprintf(&b, "%s %d\n", j.parent, j.handle)
+	for _, jp := range jumps {
+		fmt.Fprintf(&b, "%s %d\n", jp.parent, jp.handle)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	d, err := j.dir(true)
+	if err != nil {
 		return
 	}
-	tmp := path + ".tmp"
-	if os.WriteFile(tmp, []byte(b.String()), 0o600) != nil || os.Rename(tmp, path) != nil {
-		_ = os.Remove(tmp)
-		_ = os.Remove(path) // an old file would now lie
+	defer d.Close()
+	tmp := j.name + ".tmp"
+	if d.Overwrite(tmp, []byte(b.String())) != nil || d.Rename(tmp, j.name, 0) != nil {
+		_ = d.Remove(tmp)
+		_ = d.Remove(j.name) // an old file would now lie
 	}
 }
 
@@ -107,11 +140,16 @@ func forgetJumps(f family, o fwapi.Owner) { saveJumps(f, o, nil) }
 
 // loadJumps reads the file of an owner's jumps; false without one.
 func loadJumps(f family, o fwapi.Owner) ([]jump, bool) {
-	path, err := jumpsPath(f, o)
+	j, err := jumpsFileFor(f, o)
 	if err != nil {
 		return nil, false
 	}
-	data, err := os.ReadFile(path)
+	d, err := j.dir(false)
+	if err != nil {
+		return nil, false
+	}
+	defer d.Close()
+	data, err := d.ReadFile(j.name)
 	if err != nil {
 		return nil, false
 	}
