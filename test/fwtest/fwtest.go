@@ -81,6 +81,9 @@ func RuleCases(t testing.TB) []Case {
 	return []Case{
 		{"masq_v4", BridgeOwner, fwapi.Rules{Masq: []fwapi.Masq{{Addr: *CIDR(t, "10.88.0.2/16")}}}},
 		{"masq_dual", BridgeOwner, fwapi.Rules{Masq: []fwapi.Masq{{Addr: *CIDR(t, "10.88.0.2/16")}, {Addr: *CIDR(t, "fd00:88::2/64")}}}},
+		{"snat_dual", BridgeOwner, fwapi.Rules{Masq: []fwapi.Masq{
+			{Addr: *CIDR(t, "10.88.0.2/16"), Source: net.ParseIP("192.0.2.7")},
+			{Addr: *CIDR(t, "fd00:88::2/64"), Source: net.ParseIP("2001:db8::7")}}}},
 		{"spoofcheck", BridgeOwner, fwapi.Rules{SpoofCheck: &fwapi.SpoofCheck{HostIface: "veth1234", MAC: mac,
 			IPs: []net.IP{net.ParseIP("10.88.0.2"), net.ParseIP("fd00:88::2")}}}},
 		{"portmap_v4", PortOwner, PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6 = nil })},

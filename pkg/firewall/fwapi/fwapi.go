@@ -84,6 +84,9 @@ type Isolation struct {
 // destination is outside Addr's subnet and not multicast.
 type Masq struct {
 	Addr net.IPNet // container address with the prefix of its subnet
+	// Source, when set, is the address traffic leaves with (SNAT) instead
+	// of the outgoing interface's (MASQUERADE); of Addr's family.
+	Source net.IP
 }
 
 // SpoofCheck drops frames arriving from HostIface (the host end of the

@@ -70,11 +70,15 @@ func masqChain(o fwapi.Owner, ms []fwapi.Masq, v4 bool) nftmodel.Chain {
 			continue
 		}
 		host := fwapi.HostNet(m.Addr.IP).IP
+		verdict := nftrule.Masquerade
+		if m.Source != nil {
+			verdict = nftrule.SNATTo(v4, m.Source)
+		}
 		c.Rules = append(c.Rules, nftmodel.Build(&nftmodel.Elem{Set: "sources", Key: host.String()},
 			nftrule.Addr(v4, "saddr", host, false),
 			nftrule.Prefix(v4, "daddr", fwapi.SubnetOf(&m.Addr), true),
 			nftrule.Prefix(v4, "daddr", mcast, true),
-			nftrule.Masquerade))
+			verdict))
 	}
 	return c
 }

@@ -185,6 +185,18 @@ func DNATTo(v4 bool, ip net.IP, port int) Part {
 	}}
 }
 
+// SNATTo is "snat to <ip>": the source address becomes ip.
+func SNATTo(v4 bool, ip net.IP) Part {
+	family := uint32(10) // NFPROTO_IPV6
+	if v4 {
+		family = 2 // NFPROTO_IPV4
+	}
+	return part{"snat to " + ip.String(), []expr.Any{
+		&expr.Immediate{Register: Reg1, Data: FamIP(v4, ip)},
+		&expr.NAT{Type: expr.NATTypeSourceNAT, Family: family, RegAddrMin: Reg1},
+	}}
+}
+
 // EtherSaddr matches the frame's source MAC: "ether saddr != <mac>".
 func EtherSaddr(mac net.HardwareAddr, neg bool) Part {
 	op, cmp := neq(neg)

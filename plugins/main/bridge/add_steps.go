@@ -175,7 +175,7 @@ func (at *attach) desiredRules() (firewall.Rules, error) {
 	var r firewall.Rules
 	if at.conf.IPMasq && at.conf.hasIPAM() {
 		for _, n := range at.resultNets() {
-			r.Masq = append(r.Masq, firewall.Masq{Addr: *n})
+			r.Masq = append(r.Masq, firewall.Masq{Addr: *n, Source: at.conf.masqSource(n.IP)})
 		}
 	}
 	if at.conf.isolates() {

@@ -132,6 +132,9 @@ func (c *NetConf) validate() error {
 	if c.HairpinMode && c.PromiscMode {
 		invalid("hairpinMode and promiscMode: cannot set hairpin mode and promiscuous mode at the same time")
 	}
+	if (c.IPMasqSourceIPv4 != "" || c.IPMasqSourceIPv6 != "") && !c.IPMasq {
+		invalid("ipMasqSourceIPv4/ipMasqSourceIPv6: need ipMasq")
+	}
 	if c.DisableContainerInterface && c.hasIPAM() {
 		invalid("disableContainerInterface: cannot use IPAM (ipam.type %q) when the container interface is left down", c.IPAM.Type)
 	}

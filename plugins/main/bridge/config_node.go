@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net"
 
 	"cnisuite/pkg/types"
 )
@@ -25,6 +26,10 @@ type nodeOptions struct {
 	HostVethPrefix string `json:"hostVethPrefix,omitempty"`
 	// RemoveEmptyBridge deletes the bridge when its last port leaves.
 	RemoveEmptyBridge bool `json:"removeEmptyBridge,omitempty"`
+	// IPMasqSourceIPv4/IPv6 make ipMasq SNAT to this address instead of
+	// masquerading to the outgoing interface's.
+	IPMasqSourceIPv4 string `json:"ipMasqSourceIPv4,omitempty"`
+	IPMasqSourceIPv6 string `json:"ipMasqSourceIPv6,omitempty"`
 }
 
 // maxVethPrefix leaves eight hex digits of a hash in a 15-byte name: 2^32
@@ -48,7 +53,28 @@ func (o nodeOptions) validate() error {
 			errs = append(errs, err)
 		}
 	}
+	for key, v := range map[string]struct {
+		text string
+		v4   bool
+	}{"ipMasqSourceIPv4": {o.IPMasqSourceIPv4, true}, "ipMasqSourceIPv6": {o.IPMasqSourceIPv6, false}} {
+		if v.text == "" {
+			continue
+		}
+		ip := net.ParseIP(v.text)
+		if ip == nil || (ip.To4() != nil) != v.v4 || !ip.IsGlobalUnicast() {
+			errs = append(errs, types.Errorf(types.ErrInvalidConfig, "%s %q: not a unicast address of that family", key, v.text))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// masqSource is the address ipMasq uses for the family of ip (SNAT), nil
+// to masquerade.
+func (o nodeOptions) masqSource(ip net.IP) net.IP {
+	if ip.To4() != nil {
+		return net.ParseIP(o.IPMasqSourceIPv4)
+	}
+	return net.ParseIP(o.IPMasqSourceIPv6)
 }
 
 // metric is the metric of the default route of a family (4 or 6), 0 for

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	cnitypes "github.com/containernetworking/cni/pkg/types"
@@ -272,5 +273,70 @@ func TestForwardingKeptWhilePodsLive(t *testing.T) {
 	}
 	if _, err := os.Stat(kept); !os.IsNotExist(err) {
 		t.Errorf("%s still there after the last pod's DEL: %v", kept, err)
+	}
+}
+
+// ipMasqSourceIPv4: traffic from the pod leaves with the address asked
+// for, a secondary one of the uplink, where masquerade would pick the
+// primary; the receiver sees it in the packets. Every backend, and the
+// configuration without a backend key.
+func TestIPMasqSource(t *testing.T) {
+	for i, backend := range []string{"", "iptables", "nftables"} {
+		t.Run("backend="+backend, func(t *testing.T) {
+			lan := uplink(t, "upls", 1500)
+			mustAddr(t, "upls", "192.0.2.7/24")
+			keys := `"isDefaultGateway":true,"ipMasq":true,"ipMasqSourceIPv4":"192.0.2.7"`
+			if backend != "" {
+				keys += fmt.Sprintf(`,"ipMasqBackend":%q`, backend)
+			}
+			n := newNet(t, "1.1.0", fmt.Sprintf("brsnat%d", i), keys, hostLocal(t, fmt.Sprintf("10.%d.0.0/24", 90+i)))
+			c := n.add("pod")
+			l, err := listenIn(lan, "192.0.2.2:8099")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			seen := make(chan string, 1)
+			go func() {
+				if conn, err := l.Accept(); err == nil {
+					seen <- conn.RemoteAddr().(*net.TCPAddr).IP.String()
+					conn.Close()
+				}
+			}()
+			err = in(c.ns, func() error {
+				conn, err := net.DialTimeout("tcp", "192.0.2.2:8099", 10*time.Second)
+				if err == nil {
+					conn.Close()
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatalf("pod to the LAN: %v", err)
+			}
+			select {
+			case src := <-seen:
+				if src != "192.0.2.7" {
+					t.Errorf("the LAN saw the pod's traffic from %s, want 192.0.2.7", src)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the LAN accepted nothing in 10 s")
+			}
+			if err := n.check(c); err != nil {
+				t.Errorf("CHECK = %v", err)
+			}
+		})
+	}
+}
+
+func mustAddr(t *testing.T, name, cidr string) {
+	t.Helper()
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := netlink.ParseAddr(cidr)
+	a.Flags = unix.IFA_F_NODAD
+	if err := netlink.AddrAdd(l, a); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -125,10 +125,14 @@ func masqChain(o fwapi.Owner, ms []fwapi.Masq, v4 bool) Chain {
 			continue
 		}
 		src := fwapi.HostNet(m.Addr.IP).String()
+		target := []string{"-j", "MASQUERADE"}
+		if m.Source != nil {
+			target = []string{"-j", "SNAT", "--to-source", m.Source.String()}
+		}
 		c.Rules = append(c.Rules,
 			digested(Rule{"-s", src, "-d", fwapi.SubnetOf(&m.Addr).String()}, "-j", "RETURN"),
 			digested(Rule{"-s", src, "-d", multicast}, "-j", "RETURN"),
-			digested(Rule{"-s", src}, "-j", "MASQUERADE"))
+			digested(Rule{"-s", src}, target...))
 	}
 	return c
 }

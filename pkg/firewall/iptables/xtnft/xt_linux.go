@@ -106,6 +106,8 @@ func (s *spec) targetOf(args []string) (int, error) {
 		n, err = 4, s.setMark(opts)
 	case "DNAT":
 		n, err = 4, s.dnat(opts)
+	case "SNAT":
+		n, err = 4, s.snat(opts)
 	default:
 		if name == "" || name[0] == '-' || len(name) > 28 {
 			return 0, fmt.Errorf("-j %q", name)
@@ -146,6 +148,36 @@ func (s *spec) dnat(opts []string) error {
 		return fmt.Errorf("--to-destination %q", opts[1])
 	}
 	s.target = []expr.Any{xtTarget("DNAT", 2, natRange2(ip, uint16(p)))}
+	return nil
+}
+
+// snat is "-j SNAT --to-source addr" as iptables-restore writes it: for
+// IPv4 xt SNAT revision 0, struct nf_nat_ipv4_multi_range_compat with one
+// range; for IPv6 revision 1, struct nf_nat_range; the address alone
+// (NF_NAT_RANGE_MAP_IPS), no ports.
+func (s *spec) snat(opts []string) error {
+	if len(opts) < 2 || opts[0] != "--to-source" {
+		return fmt.Errorf("-j SNAT %q", opts)
+	}
+	ip := net.ParseIP(opts[1])
+	if ip == nil || (ip.To4() != nil) != s.v4 {
+		return fmt.Errorf("--to-source %q", opts[1])
+	}
+	const mapIPs = 1
+	if v4 := ip.To4(); v4 != nil {
+		info := make([]byte, 24)
+		native().PutUint32(info, 1) // rangesize
+		native().PutUint32(info[4:], mapIPs)
+		copy(info[8:], v4)
+		copy(info[12:], v4)
+		s.target = []expr.Any{xtTarget("SNAT", 0, info)}
+		return nil
+	}
+	info := make([]byte, 40)
+	native().PutUint32(info, mapIPs)
+	copy(info[4:], ip.To16())
+	copy(info[20:], ip.To16())
+	s.target = []expr.Any{xtTarget("SNAT", 1, info)}
 	return nil
 }
 
