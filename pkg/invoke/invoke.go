@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"cnisuite/pkg/skel"
@@ -114,7 +115,7 @@ func Delegate(ctx context.Context, a *skel.CmdArgs, command, pluginType string, 
 	var out []byte
 	for attempt := 0; ; attempt++ {
 		out, err = run(ctx, path, env, netconf, a)
-		if err == nil || !errors.Is(err, errTextBusy) || attempt >= 4 {
+		if err == nil || !errors.Is(err, syscall.ETXTBSY) || attempt >= 4 {
 			break
 		}
 		select { // the binary is being replaced under us: wait and retry
@@ -125,8 +126,6 @@ func Delegate(ctx context.Context, a *skel.CmdArgs, command, pluginType string, 
 	}
 	return out, err
 }
-
-var errTextBusy = errors.New("text file busy")
 
 func run(ctx context.Context, path string, env []string, stdin []byte, a *skel.CmdArgs) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
@@ -151,8 +150,10 @@ func outcome(path string, stdout, stderr *bytes.Buffer, runErr error, a *skel.Cm
 	if runErr == nil {
 		return stdout.Bytes(), nil
 	}
-	if strings.Contains(runErr.Error(), "text file busy") {
-		return nil, fmt.Errorf("%s: %w", path, errTextBusy)
+	if errors.Is(runErr, syscall.ETXTBSY) {
+		// exec(2) refused a binary being written: the *PathError keeps
+		// the errno for Delegate's retry.
+		return nil, fmt.Errorf("%s: %w", path, runErr)
 	}
 	if stdout.Len() > 0 {
 		if e, err := types.DecodeError(stdout.Bytes()); err == nil {

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
@@ -102,5 +104,26 @@ func TestDelegateBadResult(t *testing.T) {
 	}
 	if err := DelegateStatus(context.Background(), cmdArgs(dir, &stderr), "missing", []byte(`{}`)); !errors.Is(err, types.ErrInvalidConfig) {
 		t.Fatalf("missing delegate: %v", err)
+	}
+}
+
+// A delegate whose binary is being written (an upgrade replacing it in
+// place) fails exec with ETXTBSY: Delegate retries, and then returns an
+// error that is ETXTBSY for errors.Is (it matched the message text before).
+// A write that ends during the retries lets the call through.
+func TestDelegateTextBusy(t *testing.T) {
+	dir := t.TempDir()
+	writePlugin(t, dir, "busy", `echo '{}'`)
+	f, err := os.OpenFile(filepath.Join(dir, "busy"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Delegate(context.Background(), cmdArgs(dir, nil), "DEL", "busy", []byte(`{}`))
+	if !errors.Is(err, syscall.ETXTBSY) {
+		t.Errorf("Delegate while the binary is open for writing = %v, want ETXTBSY", err)
+	}
+	time.AfterFunc(300*time.Millisecond, func() { f.Close() })
+	if _, err := Delegate(context.Background(), cmdArgs(dir, nil), "DEL", "busy", []byte(`{}`)); err != nil {
+		t.Errorf("Delegate with the write ending during the retries = %v, want success", err)
 	}
 }
