@@ -81,7 +81,7 @@ func liveAttachments(dir string) (map[string][]types.Attachment, error) {
 		}
 		var c cacheEntry
 		if err := json.Unmarshal(data, &c); err != nil || c.ContainerID == "" || c.NetworkName == "" {
-			return nil, fmt.Errorf("cache entry %s: not a libcni result (%v): refusing to guess which attachments live", e.Name(), err)
+			return nil, fmt.Errorf("cache entry %s: not a libcni result (%w): refusing to guess which attachments live", e.Name(), err)
 		}
 		live[c.NetworkName] = append(live[c.NetworkName], types.Attachment{ContainerID: c.ContainerID, IfName: c.IfName})
 	}
