@@ -51,8 +51,10 @@ var Bases = map[string][]Base{
 		{"l3-iptables", func(p Paths) any { return bridgeL3(p, "iptables") }},
 		{"l3-nftables", func(p Paths) any { return bridgeL3(p, "nftables") }},
 		{"l2", bridgeL2},
+		{"l3-node-options", bridgeNodeOptions},
+		{"l3-host-veth-name", bridgeHostVethName},
 	},
-	"host-local": {{"ranges", hostLocal}},
+	"host-local": {{"ranges", hostLocal}, {"several-static", hostLocalSeveral}},
 	"tuning":     {{"all-keys", tuning}},
 	"portmap": {
 		// As users write it: no backend key and no conditions, so that

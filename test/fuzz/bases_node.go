@@ -1,0 +1,34 @@
+package fuzz
+
+// bridgeNodeOptions is bridge with the keys netavark and Docker users
+// expect (docs/coming-from-netavark-or-docker.md): MTU from the uplink,
+// SNAT to a chosen source per family, default-route metrics, a host-side
+// veth prefix, the bridge removed with its last port.
+func bridgeNodeOptions(p Paths) any {
+	o := bridgeL3(p, "nftables").(*Object).Without("ipMasqBackend").Without("mtu")
+	o.Set("mtuFromUplink", true)
+	o.Set("ipMasqSourceIPv4", "10.77.0.1")
+	o.Set("ipMasqSourceIPv6", "fd77::1")
+	o.Set("defaultRouteMetric", 100)
+	o.Set("defaultRouteMetricIPv6", 200)
+	o.Set("hostVethPrefix", "fzv")
+	o.Set("removeEmptyBridge", true)
+	return o
+}
+
+// bridgeHostVethName asks for an exact host-side veth name.
+func bridgeHostVethName(p Paths) any {
+	o := bridgeL3(p, "iptables").(*Object).Without("ipMasqBackend")
+	o.Set("args", Obj("cni", Obj("mac", "0a:58:0a:14:00:07", "hostVethName", "fzpod0")))
+	return o
+}
+
+// hostLocalSeveral asks for three addresses of one range set and one of
+// another.
+func hostLocalSeveral(p Paths) any {
+	return Obj("cniVersion", "1.1.0", "name", "fzhl", "type", "bridge",
+		"ipam", Obj("type", "host-local",
+			"ranges", Arr(Arr(Obj("subnet", "10.34.0.0/24")), Arr(Obj("subnet", "fd34::/64"))),
+			"dataDir", p.DataDir, "resolvConf", p.ResolvConf),
+		"args", Obj("cni", Obj("ips", Arr("10.34.0.10", "10.34.0.11", "10.34.0.12", "fd34::10"))))
+}
