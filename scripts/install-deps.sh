@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(iproute2 iptables nftables conntrack iputils-ping socat util-linux curl time)
+PACKAGES=(iproute2 iptables nftables conntrack iputils-ping socat util-linux curl time ethtool)
 
 scripts/install-packages.sh install-deps "${PACKAGES[@]}"
 
