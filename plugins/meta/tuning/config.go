@@ -30,6 +30,11 @@ type Config struct {
 	Allmulti *bool `json:"allmulti,omitempty"`
 	// TxQLen is the new transmit queue length; unset leaves it.
 	TxQLen *int `json:"txQLen,omitempty"`
+	// Features turns features (offloads) of the interface on or off, by
+	// their kernel names or ethtool's group names; unset leaves them.
+	Features Features `json:"features,omitempty"`
+	// Channels sets the interface's queue counts; unset leaves them.
+	Channels *Channels `json:"channels,omitempty"`
 	// DataDir holds the state files; DefaultDataDir when empty.
 	DataDir string `json:"dataDir,omitempty"`
 
@@ -49,6 +54,10 @@ type ArgsCNI struct {
 	Promisc  *bool   `json:"promisc,omitempty"`
 	Allmulti *bool   `json:"allmulti,omitempty"`
 	TxQLen   *int    `json:"txQLen,omitempty"`
+	// Features are merged over the top-level features, name by name.
+	Features Features `json:"features,omitempty"`
+	// Channels replace the top-level counts, count by count.
+	Channels *Channels `json:"channels,omitempty"`
 }
 
 // Load decodes the configuration and applies, lowest precedence first, the
@@ -94,6 +103,8 @@ func (c *Config) applyArgs(a *ArgsCNI) {
 	if a.TxQLen != nil {
 		c.TxQLen = a.TxQLen
 	}
+	c.Features = c.Features.Merge(a.Features)
+	c.Channels = c.Channels.Merge(a.Channels)
 }
 
 // decodeConfig unmarshals data into c. A JSON value of the wrong type is an
@@ -151,6 +162,7 @@ func (c *Config) Validate(ifName string) error {
 	if !filepath.IsAbs(c.DataDir) {
 		errs = append(errs, types.Errorf(types.ErrInvalidConfig, "dataDir %q: must be an absolute path", c.DataDir))
 	}
+	errs = append(errs, c.Features.Validate(), c.Channels.Validate())
 	return errors.Join(errs...)
 }
 

@@ -66,15 +66,23 @@ func (c container) do(what string, fn func() error) {
 // newVethContainer makes a container namespace holding eth0, the peer of a
 // host-side veth in the test's own (sandbox) namespace.
 func newVethContainer(t testing.TB, hostName string) container {
+	return newQueuesContainer(t, hostName, 0)
+}
+
+// newQueuesContainer is newVethContainer with the given number of queues
+// each way on both ends (0: the kernel's default), so that channel counts
+// have room to change.
+func newQueuesContainer(t testing.TB, hostName string, queues uint32) container {
 	t.Helper()
 	netns := sandbox.NewNS(t)
 	veth := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: hostName},
-		PeerName:      testIfName,
-		PeerNamespace: netlink.NsFd(int(netns.Fd())),
+		LinkAttrs:       netlink.LinkAttrs{Name: hostName, NumTxQueues: int(queues), NumRxQueues: int(queues)},
+		PeerName:        testIfName,
+		PeerNamespace:   netlink.NsFd(int(netns.Fd())),
+		PeerNumTxQueues: queues, PeerNumRxQueues: queues,
 	}
 	if err := netlink.LinkAdd(veth); err != nil {
-		t.Fatalf("ip link add %s type veth peer %s: %v", hostName, testIfName, err)
+		t.Fatalf("ip link add %s numtxqueues %d numrxqueues %d type veth peer %s (same queues): %v", hostName, queues, queues, testIfName, err)
 	}
 	t.Cleanup(func() {
 		if err := netlink.LinkDel(veth); err != nil && !errors.As(err, &netlink.LinkNotFoundError{}) {

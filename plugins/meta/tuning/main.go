@@ -1,6 +1,7 @@
 // Command tuning is a chained CNI plugin: it writes sysctls and sets link
-// attributes (MAC, MTU, promisc, allmulti, txqueuelen) on the container
-// interface, and puts everything back on DEL.
+// attributes (MAC, MTU, promisc, allmulti, txqueuelen), features (offloads)
+// and channel counts on the container interface, and puts everything back
+// on DEL.
 package main
 
 import (

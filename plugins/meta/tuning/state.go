@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,35 @@ type State struct {
 	Allmulti *bool     `json:"allmulti,omitempty"`
 	TxQLen   *int      `json:"txQLen,omitempty"`
 	Sysctl   []Setting `json:"sysctl,omitempty"`
+
+	// Features holds, for each kernel feature ADD changed, whether it was
+	// wanted before. Files without it (older ones, the reference
+	// plugin's) have no features to restore.
+	Features map[string]bool `json:"features,omitempty"`
+	// Channels holds the count before ADD of each channel count it changed.
+	Channels *ChannelState `json:"channels,omitempty"`
+}
+
+// ChannelState is the channel counts DEL puts back; nil ones were not
+// changed.
+type ChannelState struct {
+	RX       *uint32 `json:"rx,omitempty"`
+	TX       *uint32 `json:"tx,omitempty"`
+	Other    *uint32 `json:"other,omitempty"`
+	Combined *uint32 `json:"combined,omitempty"`
+}
+
+// merge keeps every count of s and adds those of newer that s lacks.
+func (s *ChannelState) merge(newer *ChannelState) *ChannelState {
+	if s == nil || newer == nil {
+		return cmp.Or(s, newer)
+	}
+	out := *s
+	out.RX = cmp.Or(out.RX, newer.RX)
+	out.TX = cmp.Or(out.TX, newer.TX)
+	out.Other = cmp.Or(out.Other, newer.Other)
+	out.Combined = cmp.Or(out.Combined, newer.Combined)
+	return &out
 }
 
 // Merge keeps every value already in s (the older, truer original) and adds
@@ -49,6 +79,15 @@ func (s *State) Merge(newer *State) {
 	if s.TxQLen == nil {
 		s.TxQLen = newer.TxQLen
 	}
+	for name, wanted := range newer.Features {
+		if _, known := s.Features[name]; !known {
+			if s.Features == nil {
+				s.Features = map[string]bool{}
+			}
+			s.Features[name] = wanted
+		}
+	}
+	s.Channels = s.Channels.merge(newer.Channels)
 	for _, n := range newer.Sysctl {
 		known := false
 		for _, o := range s.Sysctl {

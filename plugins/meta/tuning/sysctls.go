@@ -38,90 +38,35 @@ type Sysctls []Sysctl
 // UnmarshalJSON reads a JSON object of string values, keeping the order of
 // its keys.
 func (s *Sysctls) UnmarshalJSON(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	tok, err := dec.Token()
+	out := Sysctls{}
+	isObject, err := decodeObject(data, "sysctl", "a JSON object of strings", func(key string, raw json.RawMessage) error {
+		var value string
+		if err := json.Unmarshal(raw, &value); err != nil || raw[0] != '"' {
+			return types.Errorf(types.ErrInvalidConfig,
+				"sysctl %q: value %s is not a JSON string (write it in quotes)", key, raw)
+		}
+		out = append(out, Sysctl{Key: key, Value: value})
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	if tok == nil {
-		*s = nil
-		return nil
+	*s = nil
+	if isObject {
+		*s = out
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return types.Errorf(types.ErrInvalidConfig, "sysctl: want a JSON object of strings, got %s", jsonKind(tok))
-	}
-	out := Sysctls{}
-	seen := map[string]bool{}
-	for dec.More() {
-		item, err := decodeSysctl(dec)
-		if err != nil {
-			return err
-		}
-		if seen[item.Key] {
-			return types.Errorf(types.ErrInvalidConfig, "sysctl: key %q given twice: duplicated sysctl keys are not allowed", item.Key)
-		}
-		seen[item.Key] = true
-		out = append(out, item)
-	}
-	*s = out
 	return nil
-}
-
-// decodeSysctl reads one "key": "value" member of the object.
-func decodeSysctl(dec *json.Decoder) (Sysctl, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return Sysctl{}, err
-	}
-	key, _ := tok.(string) // object keys are always strings
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		return Sysctl{}, err
-	}
-	var value string
-	if err := json.Unmarshal(raw, &value); err != nil || raw[0] != '"' {
-		return Sysctl{}, types.Errorf(types.ErrInvalidConfig,
-			"sysctl %q: value %s is not a JSON string (write it in quotes)", key, raw)
-	}
-	return Sysctl{Key: key, Value: value}, nil
 }
 
 // MarshalJSON writes the settings back as a JSON object, in order.
 func (s Sysctls) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, item := range s {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(item.Key)   // marshalling a string cannot fail
-		v, _ := json.Marshal(item.Value) // idem
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return encodeObject(len(s), func(i int) (string, any) { return s[i].Key, s[i].Value })
 }
 
 // Merge returns s with the settings of over added, a key of over replacing
 // the same key of s in place.
 func (s Sysctls) Merge(over Sysctls) Sysctls {
-	out := append(Sysctls{}, s...)
-	for _, o := range over {
-		replaced := false
-		for i := range out {
-			if out[i].Key == o.Key {
-				out[i].Value = o.Value
-				replaced = true
-			}
-		}
-		if !replaced {
-			out = append(out, o)
-		}
-	}
-	return out
+	return mergeByKey(s, over, func(x Sysctl) string { return x.Key })
 }
 
 func jsonKind(tok json.Token) string {

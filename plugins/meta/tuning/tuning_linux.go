@@ -78,14 +78,20 @@ func (t *tuner) Add(_ context.Context, a *skel.CmdArgs) (*types.Result, error) {
 }
 
 // apply runs inside the container namespace in four steps: read the
-// link, plan the changes, save the original values, write. A failed write
+// link, its features and channels, plan the changes (refusing what the
+// driver cannot do), save the original values, write. A failed write
 // is undone, and the state file it saved removed if it was new.
 func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs, error) {
 	link, before, err := readLink(a.IfName)
 	if err != nil {
 		return linkAttrs{}, types.Errorf(types.ErrInvalidEnv, "CNI_IFNAME: %w", err)
 	}
-	changes := attrChanges(c, before)
+	eth, err := planEthtool(c, a.IfName)
+	if err != nil {
+		return linkAttrs{}, err
+	}
+	defer eth.close()
+	changes := append(attrChanges(c, before), eth.changes()...)
 	if len(settings) == 0 && len(changes) == 0 {
 		return before, nil
 	}
@@ -99,6 +105,7 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs
 	if err != nil {
 		return linkAttrs{}, err
 	}
+	eth.snapshot(st)
 	store := Store{Dir: c.DataDir}
 	fresh, err := saveState(store, a, st)
 	if err != nil {

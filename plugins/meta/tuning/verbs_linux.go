@@ -33,7 +33,7 @@ func (t *tuner) Check(_ context.Context, a *skel.CmdArgs) error {
 		return err
 	}
 	err = ns.Do(a.Netns, func() error {
-		return errors.Join(t.checkSysctls(settings), checkAttrs(c, a.IfName))
+		return errors.Join(t.checkSysctls(settings), checkAttrs(c, a.IfName), checkEthtool(c, a.IfName))
 	})
 	return ns.CNIError(a.Netns, err)
 }
@@ -148,7 +148,7 @@ func (t *tuner) restore(st *State, ifName string) error {
 	case err != nil:
 		errs = append(errs, fmt.Errorf("interface %q: %w", ifName, err))
 	default:
-		errs = append(errs, restoreAttrs(link, st))
+		errs = append(errs, restoreAttrs(link, st), restoreEthtool(st, ifName))
 	}
 	return errors.Join(errs...)
 }

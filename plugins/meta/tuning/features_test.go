@@ -1,0 +1,154 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"cnisuite/pkg/types"
+)
+
+func i64(n int64) *int64 { return &n }
+
+// TestLoadFeaturesAndChannels decodes "features" and "channels" as a user
+// writes them, and args.cni over them.
+func TestLoadFeaturesAndChannels(t *testing.T) {
+	tests := []struct {
+		name, conf   string
+		wantFeatures Features
+		wantChannels *Channels
+	}{
+		{"none", `{` + confHead + `}`, nil, nil},
+		{"in the order written",
+			`{` + confHead + `,"features":{"tx-checksumming":false,"rx-gro":true,"tx-tcp-segmentation":false}}`,
+			Features{{"tx-checksumming", false}, {"rx-gro", true}, {"tx-tcp-segmentation", false}}, nil},
+		{"channels", `{` + confHead + `,"channels":{"rx":2,"tx":3,"combined":0}}`,
+			nil, &Channels{RX: i64(2), TX: i64(3), Combined: i64(0)}},
+		{"args.cni.features merged name by name",
+			`{` + confHead + `,"features":{"rx-gro":true,"rx-checksum":true},"args":{"cni":{"features":{"rx-gro":false,"tx-nocache-copy":true}}}}`,
+			Features{{"rx-gro", false}, {"rx-checksum", true}, {"tx-nocache-copy", true}}, nil},
+		{"args.cni.features without features",
+			`{` + confHead + `,"args":{"cni":{"features":{"rx-gro":true}}}}`, Features{{"rx-gro", true}}, nil},
+		{"args.cni.channels count by count",
+			`{` + confHead + `,"channels":{"rx":2,"tx":2},"args":{"cni":{"channels":{"tx":1,"other":1}}}}`,
+			nil, &Channels{RX: i64(2), TX: i64(1), Other: i64(1)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load([]byte(tc.conf), "")
+			if err != nil {
+				t.Fatalf("Load(%s) = %v", tc.conf, err)
+			}
+			if len(c.Features) != 0 || len(tc.wantFeatures) != 0 {
+				if !reflect.DeepEqual(c.Features, tc.wantFeatures) {
+					t.Errorf("Features = %+v, want %+v", c.Features, tc.wantFeatures)
+				}
+			}
+			if !reflect.DeepEqual(c.Channels, tc.wantChannels) {
+				t.Errorf("Channels = %s, want %s", jsonOf(c.Channels), jsonOf(tc.wantChannels))
+			}
+			if err := c.Validate("eth0"); err != nil {
+				t.Errorf("Validate = %v, want nil", err)
+			}
+		})
+	}
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestFeaturesAndChannelsRefused lists what the configuration alone
+// refuses, each with code 7 and a message naming the key and value.
+func TestFeaturesAndChannelsRefused(t *testing.T) {
+	tests := []struct{ name, keys, want string }{
+		{"feature value a string", `"features":{"rx-gro":"off"}`, `features "rx-gro": value "off" is not a JSON boolean`},
+		{"feature value a number", `"features":{"rx-gro":0}`, `features "rx-gro": value 0 is not a JSON boolean`},
+		{"feature value null", `"features":{"rx-gro":null}`, `features "rx-gro": value null is not a JSON boolean`},
+		{"features an array", `"features":["rx-gro"]`, `features: want a JSON object of booleans, got an array`},
+		{"feature twice", `"features":{"rx-gro":true,"rx-gro":true}`, `features: key "rx-gro" given twice`},
+		{"empty feature name", `"features":{"":true}`, `features "": a feature name has 1 to 31 characters`},
+		{"feature name too long", `"features":{"` + strings.Repeat("x", 32) + `":true}`, `a feature name has 1 to 31 characters`},
+		{"feature name with a space", `"features":{"rx gro":true}`, `features "rx gro": " " is not a letter, digit`},
+		{"feature name with a slash", `"features":{"../rx":true}`, `features "../rx": "." is not a letter`},
+		{"group against its member", `"features":{"tx-checksumming":false,"tx-checksum-sctp":true}`,
+			`features: "tx-checksumming" is false but its member "tx-checksum-sctp" is true`},
+		{"group against a member from args", `"features":{"tcp-segmentation-offload":true},"args":{"cni":{"features":{"tx-tcp6-segmentation":false}}}`,
+			`its member "tx-tcp6-segmentation" is false`},
+		{"unknown channel key", `"channels":{"rxx":2}`, `channels: unknown field "rxx"; the keys are rx, tx, other and combined`},
+		{"channel count a string", `"channels":{"rx":"2"}`, `channels.rx: got a JSON string, want an integer`},
+		{"channel count a fraction", `"channels":{"tx":1.5}`, `channels.tx: got a JSON number 1.5, want an integer`},
+		{"channels an array", `"channels":[1]`, `channels: got a JSON array, want an object of integers`},
+		{"negative channel count", `"channels":{"combined":-1}`, `channels.combined -1: must be 0 to 4294967295`},
+		{"channel count beyond 32 bits", `"channels":{"other":4294967296}`, `channels.other 4294967296: must be 0 to 4294967295`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			conf := `{` + confHead + `,` + tc.keys + `}`
+			c, err := Load([]byte(conf), "")
+			if err == nil {
+				err = c.Validate("eth0")
+			}
+			if !errors.Is(err, types.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Load+Validate(%s) = %v, want an invalid configuration containing %q", conf, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestFeatureGroups(t *testing.T) {
+	tests := []struct {
+		group, name string
+		in          bool
+	}{
+		{"tx-checksumming", "tx-checksum-ip-generic", true},
+		{"tx-checksumming", "tx-checksum-sctp", true},
+		{"tx-checksumming", "rx-checksum", false},
+		{"rx-checksumming", "rx-checksum", true},
+		{"scatter-gather", "tx-scatter-gather-fraglist", true},
+		{"tcp-segmentation-offload", "tx-tcp-segmentation", true},
+		{"tcp-segmentation-offload", "tx-tcp6-segmentation", true},
+		{"tcp-segmentation-offload", "tx-udp-segmentation", false},
+		{"generic-receive-offload", "rx-gro", true},
+		{"generic-receive-offload", "rx-gro-hw", false},
+		{"rx-gro", "rx-gro", false}, // a kernel name is no group
+	}
+	for _, tc := range tests {
+		if got := inGroup(tc.group, tc.name); got != tc.in {
+			t.Errorf("inGroup(%q, %q) = %v, want %v", tc.group, tc.name, got, tc.in)
+		}
+	}
+	// No two groups share a member: a kernel name belongs to one at most.
+	names := []string{"tx-checksum-ipv4", "tx-scatter-gather", "tx-tcp-ecn-segmentation", "tx-generic-segmentation",
+		"rx-lro", "rx-vlan-hw-parse", "tx-vlan-hw-insert", "rx-ntuple-filter", "rx-hashing"}
+	for _, n := range names {
+		var in []string
+		for g := range featureGroups {
+			if inGroup(g, n) {
+				in = append(in, g)
+			}
+		}
+		if len(in) != 1 {
+			t.Errorf("%q is in groups %q, want exactly one", n, in)
+		}
+	}
+}
+
+// TestStateMergeEthtool: a second ADD keeps the first's originals and adds
+// what only it changed; a state file without the new keys still loads.
+func TestStateMergeEthtool(t *testing.T) {
+	u := func(n uint32) *uint32 { return &n }
+	old := &State{Features: map[string]bool{"rx-gro": false}, Channels: &ChannelState{RX: u(4)}}
+	old.Merge(&State{Features: map[string]bool{"rx-gro": true, "tx-checksum-sctp": true}, Channels: &ChannelState{RX: u(2), TX: u(4)}})
+	want := &State{Features: map[string]bool{"rx-gro": false, "tx-checksum-sctp": true}, Channels: &ChannelState{RX: u(4), TX: u(4)}}
+	if !reflect.DeepEqual(old, want) {
+		t.Errorf("Merge = %s, want %s", jsonOf(old), jsonOf(want))
+	}
+	var st State
+	if err := json.Unmarshal([]byte(`{"mtu":1500,"promisc":false}`), &st); err != nil || st.Features != nil || st.Channels != nil {
+		t.Errorf("an older state file decodes to %+v, %v", st, err)
+	}
+}
