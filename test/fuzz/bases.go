@@ -129,18 +129,24 @@ func hostLocal(p Paths) any {
 		"args", Obj("cni", Obj("ips", Arr("fd33::50"))))
 }
 
-// tuning sets every sysctl spelling, every link attribute, and overrides
-// them from runtimeConfig and args.cni.
+// tuning sets every sysctl spelling, every link attribute, features by
+// group and by kernel name, and channel counts, and overrides them from
+// runtimeConfig and args.cni. The channel counts are 1: the veth's
+// maximum is the number of possible CPUs, which may be 1.
 func tuning(p Paths) any {
 	return Obj("cniVersion", "1.1.0", "name", "fztun", "type", "tuning",
 		"capabilities", Obj("mac", true),
 		"sysctl", Obj("net.ipv4.conf.IFNAME.arp_ignore", "1", "net/ipv4/conf/IFNAME/rp_filter", "2",
 			"net.core.somaxconn", "512", "net.ipv6.conf.IFNAME.accept_ra", "0"),
 		"mac", "0a:58:0a:4d:00:21", "mtu", 1400, "promisc", true, "allmulti", true, "txQLen", 2000,
+		"features", Obj("tx-checksumming", false, "tx-tcp-segmentation", false, "rx-gro", true,
+			"generic-receive-offload", true, "tx-nocache-copy", true),
+		"channels", Obj("rx", 1, "tx", 1),
 		"dataDir", p.DataDir,
 		"runtimeConfig", Obj("mac", "0a:58:0a:4d:00:22"),
 		"args", Obj("cni", Obj("sysctl", Obj("net.ipv4.conf.IFNAME.arp_announce", "2"),
-			"mac", "0a:58:0a:4d:00:23", "mtu", 1450, "promisc", true, "allmulti", false, "txQLen", 1000)),
+			"mac", "0a:58:0a:4d:00:23", "mtu", 1450, "promisc", true, "allmulti", false, "txQLen", 1000,
+			"features", Obj("tx-nocache-copy", false, "scatter-gather", true), "channels", Obj("tx", 1))),
 		"prevResult", prevResult(p))
 }
 
