@@ -6,14 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"path"
 	"strings"
 
 	"cnisuite/pkg/types"
+	"cnisuite/plugins/meta/tuning/ethconf"
 )
 
 // Feature is one entry of "features": a kernel feature name (or one of
-// ethtool's group names, see featureGroups) and whether it is to be on.
+// ethtool's group names, see ethconf.Groups) and whether it is to be on.
 type Feature struct {
 	Name string
 	On   bool
@@ -23,33 +23,9 @@ type Feature struct {
 // refuses duplicate names and values that are not JSON booleans.
 type Features []Feature
 
-// featureGroups are the names `ethtool -k` prints for groups of kernel
-// features, each with the pattern (path.Match) of its members' kernel
-// names, as ethtool's command line defines them. A group is a convenience:
-// it stands for every member the kernel has.
-var featureGroups = map[string]string{
-	"rx-checksumming":              "rx-checksum",
-	"tx-checksumming":              "tx-checksum-*",
-	"scatter-gather":               "tx-scatter-gather*",
-	"tcp-segmentation-offload":     "tx-tcp*-segmentation",
-	"generic-segmentation-offload": "tx-generic-segmentation",
-	"generic-receive-offload":      "rx-gro",
-	"large-receive-offload":        "rx-lro",
-	"rx-vlan-offload":              "rx-vlan-hw-parse",
-	"tx-vlan-offload":              "tx-vlan-hw-insert",
-	"ntuple-filters":               "rx-ntuple-filter",
-	"receive-hashing":              "rx-hashing",
-}
-
 // featureNameMax is the longest feature name: the kernel's strings are at
 // most ETH_GSTRING_LEN (32) bytes with their NUL.
 const featureNameMax = 31
-
-// inGroup reports whether the kernel feature name is a member of group.
-func inGroup(group, name string) bool {
-	ok, _ := path.Match(featureGroups[group], name) // the patterns are valid
-	return ok
-}
 
 // UnmarshalJSON reads a JSON object of booleans, keeping the order of its
 // keys.
@@ -95,11 +71,11 @@ func (f Features) Validate() error {
 		}
 	}
 	for _, g := range f {
-		if _, ok := featureGroups[g.Name]; !ok {
+		if _, ok := ethconf.Groups[g.Name]; !ok {
 			continue
 		}
 		for _, m := range f {
-			if m.Name != g.Name && inGroup(g.Name, m.Name) && m.On != g.On {
+			if m.Name != g.Name && ethconf.InGroup(g.Name, m.Name) && m.On != g.On {
 				errs = append(errs, types.Errorf(types.ErrInvalidConfig,
 					"features: %q is %t but its member %q is %t; give one value for both", g.Name, g.On, m.Name, m.On))
 			}

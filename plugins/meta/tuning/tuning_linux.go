@@ -15,6 +15,7 @@ import (
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/undo"
 	"cnisuite/pkg/version"
+	"cnisuite/plugins/meta/tuning/ethconf"
 )
 
 // tuner runs the verbs. Its fields are the paths tests point elsewhere.
@@ -86,12 +87,12 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs
 	if err != nil {
 		return linkAttrs{}, types.Errorf(types.ErrInvalidEnv, "CNI_IFNAME: %w", err)
 	}
-	eth, err := planEthtool(c, a.IfName)
+	eth, err := ethconf.NewPlan(ethSettings(c), a.IfName)
 	if err != nil {
 		return linkAttrs{}, err
 	}
-	defer eth.close()
-	changes := append(attrChanges(c, before), eth.changes()...)
+	defer eth.Close()
+	changes := append(attrChanges(c, before), ethChanges(eth)...)
 	if len(settings) == 0 && len(changes) == 0 {
 		return before, nil
 	}
@@ -105,7 +106,7 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs
 	if err != nil {
 		return linkAttrs{}, err
 	}
-	eth.snapshot(st)
+	snapshotEthtool(st, eth)
 	store := Store{Dir: c.DataDir}
 	fresh, err := saveState(store, a, st)
 	if err != nil {
