@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,4 +184,85 @@ func TestEthtoolRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFeaturesRandom tries random mixes of feature names (the kernel's and
+// the groups), values and channel counts on a veth: each ADD either
+// succeeds, and CHECK agrees, or is refused with code 7 and ethtool shows
+// nothing changed; after DEL ethtool -k and -l print what they printed
+// before. The seed is fixed, so a failure repeats.
+func TestFeaturesRandom(t *testing.T) {
+	sandbox.Require(t)
+	const v, rounds = "1.0.0", 30
+	c := newQueuesContainer(t, "tux0", 4)
+	attrs, _ := c.snapshot()
+	beforeK, beforeL := c.ethtool("-k", testIfName), c.ethtool("-l", testIfName)
+	pool := featurePool(beforeK)
+	rng := rand.New(rand.NewPCG(29, 4))
+	cni := sandbox.Runtime(t)
+	added := 0
+	for i := range rounds {
+		keys := randomKeys(rng, pool)
+		dataDir := filepath.Join(t.TempDir(), "state")
+		conf := pluginConf(t, fmt.Sprintf(`{"cniVersion":%q,"name":"tunenet","type":"tuning","dataDir":%q,%s,"prevResult":%s}`,
+			v, dataDir, keys, prevResultJSON(v, c.netns.Path(), attrs.MAC)))
+		rt := &libcni.RuntimeConf{ContainerID: fmt.Sprintf("rand%d", i), NetNS: c.netns.Path(), IfName: testIfName}
+		_, err := cni.AddNetwork(ctx, conf, rt)
+		var ce *cnitypes.Error
+		switch {
+		case err == nil:
+			added++
+			if err := cni.CheckNetwork(ctx, conf, rt); err != nil {
+				t.Errorf("%s: CHECK right after ADD: %v", keys, err)
+			}
+			if err := cni.DelNetwork(ctx, conf, rt); err != nil {
+				t.Errorf("%s: DEL: %v", keys, err)
+			}
+		case !errors.As(err, &ce) || ce.Code != 7:
+			t.Errorf("%s: ADD = %v, want success or code 7", keys, err)
+		}
+		if got := c.ethtool("-k", testIfName); got != beforeK {
+			t.Fatalf("%s: ethtool -k after ADD (%v) and DEL:\n%s\nwant, as before:\n%s", keys, err, got, beforeK)
+		}
+		if got := c.ethtool("-l", testIfName); got != beforeL {
+			t.Fatalf("%s: ethtool -l after ADD (%v) and DEL:\n%s\nwant, as before:\n%s", keys, err, got, beforeL)
+		}
+	}
+	t.Logf("%d of %d random ADDs succeeded", added, rounds)
+	if added == 0 || added == rounds {
+		t.Errorf("%d of %d random ADDs succeeded; the mix should hold both outcomes", added, rounds)
+	}
+}
+
+// featurePool lists the names of ethtool -k output: kernel names and
+// groups alike, without the [fixed] and [requested] notes.
+func featurePool(shown string) []string {
+	var names []string
+	for _, l := range strings.Split(shown, "\n") {
+		if name, _, ok := strings.Cut(strings.TrimSpace(l), ":"); ok && !strings.HasPrefix(l, "Features for") {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// randomKeys returns the features and channels keys of one random mix.
+func randomKeys(rng *rand.Rand, pool []string) string {
+	var parts []string
+	seen := map[string]bool{}
+	for range 1 + rng.IntN(4) {
+		name := pool[rng.IntN(len(pool))]
+		if !seen[name] {
+			seen[name] = true
+			parts = append(parts, fmt.Sprintf("%q:%t", name, rng.IntN(2) == 0))
+		}
+	}
+	keys := `"features":{` + strings.Join(parts, ",") + `}`
+	var counts []string
+	for _, k := range []string{"rx", "tx", "combined"} {
+		if rng.IntN(3) == 0 {
+			counts = append(counts, fmt.Sprintf("%q:%d", k, rng.IntN(6)))
+		}
+	}
+	return keys + `,"channels":{` + strings.Join(counts, ",") + `}`
 }
