@@ -13,10 +13,7 @@ import (
 // ethSettings returns the features and channel counts c asks for, in
 // ethconf's terms. Validate has kept the counts within 32 bits.
 func ethSettings(c *Config) ethconf.Settings {
-	var s ethconf.Settings
-	for _, f := range c.Features {
-		s.Features = append(s.Features, ethconf.Request{Name: f.Name, On: f.On})
-	}
+	s := ethconf.Settings{Features: c.Features}
 	if c.Channels != nil {
 		s.Channels = ethtool.ChannelCounts{RX: toU32(c.Channels.RX), TX: toU32(c.Channels.TX),
 			Other: toU32(c.Channels.Other), Combined: toU32(c.Channels.Combined)}

@@ -12,16 +12,11 @@ import (
 	"cnisuite/plugins/meta/tuning/ethconf"
 )
 
-// Feature is one entry of "features": a kernel feature name (or one of
-// ethtool's group names, see ethconf.Groups) and whether it is to be on.
-type Feature struct {
-	Name string
-	On   bool
-}
-
-// Features is the ordered content of a "features" JSON object. Decoding
-// refuses duplicate names and values that are not JSON booleans.
-type Features []Feature
+// Features is the ordered content of a "features" JSON object: kernel
+// feature names (or ethtool's group names, see ethconf.Groups), each on
+// or off. Decoding refuses duplicate names and values that are not JSON
+// booleans.
+type Features []ethconf.Request
 
 // featureNameMax is the longest feature name: the kernel's strings are at
 // most ETH_GSTRING_LEN (32) bytes with their NUL.
@@ -36,7 +31,7 @@ func (f *Features) UnmarshalJSON(data []byte) error {
 		if err := json.Unmarshal(raw, &on); err != nil || raw[0] == 'n' {
 			return types.Errorf(types.ErrInvalidConfig, "features %q: value %s is not a JSON boolean (true or false)", name, raw)
 		}
-		out = append(out, Feature{Name: name, On: on})
+		out = append(out, ethconf.Request{Name: name, On: on})
 		return nil
 	})
 	if err != nil {
@@ -57,7 +52,7 @@ func (f Features) MarshalJSON() ([]byte, error) {
 // Merge returns f with the entries of over added, a name of over replacing
 // the same name of f in place.
 func (f Features) Merge(over Features) Features {
-	return mergeByKey(f, over, func(x Feature) string { return x.Name })
+	return mergeByKey(f, over, func(x ethconf.Request) string { return x.Name })
 }
 
 // Validate checks every name's spelling and that no group contradicts one
