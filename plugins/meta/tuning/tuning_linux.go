@@ -113,6 +113,9 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs
 		return linkAttrs{}, err
 	}
 	a.Log.Debug("sysctls", settings)
+	if st.Features != nil || st.Channels != nil {
+		a.Log.Debug("ethtool originals", map[string]any{"features": st.Features, "channels": st.Channels})
+	}
 	if err := t.write(link, settings, st.Sysctl, changes); err != nil {
 		if fresh {
 			err = errors.Join(err, store.Remove(a.ContainerID, a.IfName))
