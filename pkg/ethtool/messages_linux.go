@@ -218,8 +218,8 @@ func decodeCompactBitset(data []byte) ([]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	if uint64(len(words))*8 < uint64(size) {
-		return nil, fmt.Errorf("bitset of %d bits in %d bytes", size, len(words))
+	if uint64(len(words)) < (uint64(size)+31)/32*4 {
+		return nil, fmt.Errorf("bitset of %d bits in %d bytes, not whole 32-bit words", size, len(words))
 	}
 	bits := make([]bool, size)
 	for i := range bits {

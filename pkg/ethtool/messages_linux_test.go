@@ -91,6 +91,13 @@ func TestDecodeBitsetBounds(t *testing.T) {
 	if _, err := decodeCompactBitset(short); err == nil {
 		t.Errorf("decodeCompactBitset(64 bits in 4 bytes) = nil error")
 	}
+	partWord := encode(t, func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(unix.ETHTOOL_A_BITSET_SIZE, 40)
+		ae.Bytes(unix.ETHTOOL_A_BITSET_VALUE, make([]byte, 5))
+	})
+	if _, err := decodeCompactBitset(partWord); err == nil {
+		t.Errorf("decodeCompactBitset(40 bits in 5 bytes) = nil error, want one (the kernel sends whole words)")
+	}
 	wide := encode(t, func(ae *netlink.AttributeEncoder) { bitset(40, 33)(ae) })
 	bits, err := decodeCompactBitset(wide)
 	if err != nil || len(bits) != 40 || !bits[33] || bits[1] {
