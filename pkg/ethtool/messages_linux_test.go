@@ -199,3 +199,29 @@ func decodeTestBits(t *testing.T, data []byte) []Feature {
 	})
 	return out
 }
+
+// FuzzDecodeReplies feeds arbitrary attributes to every reply decoder:
+// none may panic, nor make more bits than the reply's bytes hold.
+func FuzzDecodeReplies(f *testing.F) {
+	f.Add(encodeSeed(func(ae *netlink.AttributeEncoder) {
+		ae.Nested(unix.ETHTOOL_A_FEATURES_ACTIVE, bitset(40, 1, 33))
+	}))
+	f.Add(encodeSeed(func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(unix.ETHTOOL_A_CHANNELS_RX_MAX, 4)
+	}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		names, _ := decodeStrset(data)
+		if feats, err := decodeFeatures(data, names); err == nil && len(feats.Active) > 8*len(data) {
+			t.Errorf("decodeFeatures made %d bits of %d bytes", len(feats.Active), len(data))
+		}
+		_, _ = decodeChannels(data)
+		_, _ = decodeCompactBitset(data)
+	})
+}
+
+func encodeSeed(fn func(ae *netlink.AttributeEncoder)) []byte {
+	ae := netlink.NewAttributeEncoder()
+	fn(ae)
+	b, _ := ae.Encode()
+	return b
+}

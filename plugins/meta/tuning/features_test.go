@@ -114,3 +114,33 @@ func TestStateMergeEthtool(t *testing.T) {
 		t.Errorf("an older state file decodes to %+v, %v", st, err)
 	}
 }
+
+// FuzzLoadFeatures decodes arbitrary configurations: Load and Validate
+// never panic, fail only as invalid configuration or decoding error, and
+// features that load write back to the same list.
+func FuzzLoadFeatures(f *testing.F) {
+	f.Add(`{` + confHead + `,"features":{"tx-checksumming":false,"rx-gro":true},"channels":{"rx":2,"tx":3}}`)
+	f.Add(`{` + confHead + `,"features":{"tcp-segmentation-offload":true},"args":{"cni":{"features":{"tx-tcp6-segmentation":false},"channels":{"combined":1}}}}`)
+	f.Add(`{` + confHead + `,"features":null,"channels":{"other":4294967295}}`)
+	f.Fuzz(func(t *testing.T, conf string) {
+		c, err := Load([]byte(conf), "")
+		if err == nil {
+			err = c.Validate("eth0")
+		}
+		if err != nil {
+			if !errors.Is(err, types.ErrInvalidConfig) && !errors.Is(err, types.ErrDecoding) {
+				t.Fatalf("Load+Validate(%q) = %v: neither an invalid configuration nor a decoding error", conf, err)
+			}
+			return
+		}
+		data, err := json.Marshal(c.Features)
+		if err != nil {
+			t.Fatalf("marshalling %+v: %v", c.Features, err)
+		}
+		var back Features
+		if err := json.Unmarshal(data, &back); err != nil || len(back) != len(c.Features) ||
+			(len(back) > 0 && !reflect.DeepEqual(back, c.Features)) {
+			t.Fatalf("features %+v wrote %s, which reads back as %+v, %v", c.Features, data, back, err)
+		}
+	})
+}
