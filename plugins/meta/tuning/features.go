@@ -171,3 +171,25 @@ func (ch *Channels) Validate() error {
 	})
 	return errors.Join(errs...)
 }
+
+// ChannelState is the channel counts DEL puts back; nil ones were not
+// changed.
+type ChannelState struct {
+	RX       *uint32 `json:"rx,omitempty"`
+	TX       *uint32 `json:"tx,omitempty"`
+	Other    *uint32 `json:"other,omitempty"`
+	Combined *uint32 `json:"combined,omitempty"`
+}
+
+// merge keeps every count of s and adds those of newer that s lacks.
+func (s *ChannelState) merge(newer *ChannelState) *ChannelState {
+	if s == nil || newer == nil {
+		return cmp.Or(s, newer)
+	}
+	out := *s
+	out.RX = cmp.Or(out.RX, newer.RX)
+	out.TX = cmp.Or(out.TX, newer.TX)
+	out.Other = cmp.Or(out.Other, newer.Other)
+	out.Combined = cmp.Or(out.Combined, newer.Combined)
+	return &out
+}

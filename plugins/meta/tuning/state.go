@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,28 +36,6 @@ type State struct {
 	Features map[string]bool `json:"features,omitempty"`
 	// Channels holds the count before ADD of each channel count it changed.
 	Channels *ChannelState `json:"channels,omitempty"`
-}
-
-// ChannelState is the channel counts DEL puts back; nil ones were not
-// changed.
-type ChannelState struct {
-	RX       *uint32 `json:"rx,omitempty"`
-	TX       *uint32 `json:"tx,omitempty"`
-	Other    *uint32 `json:"other,omitempty"`
-	Combined *uint32 `json:"combined,omitempty"`
-}
-
-// merge keeps every count of s and adds those of newer that s lacks.
-func (s *ChannelState) merge(newer *ChannelState) *ChannelState {
-	if s == nil || newer == nil {
-		return cmp.Or(s, newer)
-	}
-	out := *s
-	out.RX = cmp.Or(out.RX, newer.RX)
-	out.TX = cmp.Or(out.TX, newer.TX)
-	out.Other = cmp.Or(out.Other, newer.Other)
-	out.Combined = cmp.Or(out.Combined, newer.Combined)
-	return &out
 }
 
 // Merge keeps every value already in s (the older, truer original) and adds
