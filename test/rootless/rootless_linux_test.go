@@ -108,3 +108,48 @@ func TestHostLocalRootlessNoRuntimeDir(t *testing.T) {
 		t.Errorf("ADD = %s, want code 5 naming ipam.dataDir and XDG_RUNTIME_DIR", out)
 	}
 }
+
+// tuningConf sets a sysctl of the container's lo (the only interface of
+// the runtime's namespace here) with no dataDir.
+const tuningConf = `{"cniVersion":"1.1.0","name":"rootless-tune","type":"tuning",
+ "sysctl":{"net.ipv4.conf.lo.arp_ignore":"1"},
+ "prevResult":{"cniVersion":"1.1.0","interfaces":[{"name":"lo","sandbox":"/proc/self/ns/net"}]}}`
+
+// tuning without a dataDir, run rootless: its state goes under
+// $XDG_RUNTIME_DIR/cni/tuning and DEL removes it.
+func TestTuningRootless(t *testing.T) {
+	sandbox.Require(t)
+	xdg := userRuntimeDir(t)
+	env := []string{"XDG_RUNTIME_DIR=" + xdg, "CNI_IFNAME=lo"}
+	if out, ok := runRootless(t, "tuning", "ADD", tuningConf, env...); !ok {
+		t.Fatalf("ADD as nobody in a user namespace: %s", out)
+	}
+	state := filepath.Join(xdg, "cni", "tuning", "rootless-1_lo.json")
+	if _, err := os.Stat(state); err != nil {
+		t.Fatalf("state file: %v", err)
+	}
+	if out, ok := runRootless(t, "tuning", "DEL", tuningConf, env...); !ok {
+		t.Fatalf("DEL as nobody: %s", out)
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Errorf("state file still there after DEL: %v", err)
+	}
+}
+
+// An allow-list that exists but cannot be read is an error (code 5), never
+// a silent "no list, every net.* key allowed".
+func TestTuningUnreadableAllowList(t *testing.T) {
+	sandbox.Require(t)
+	const list = "/etc/cni/tuning/allowlist.conf"
+	if err := os.MkdirAll(filepath.Dir(list), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(list, []byte("^net\\.core\\..*\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(list) })
+	out, ok := runRootless(t, "tuning", "ADD", tuningConf, "XDG_RUNTIME_DIR="+userRuntimeDir(t), "CNI_IFNAME=lo")
+	if ok || !strings.Contains(out, `"code": 5`) || !strings.Contains(out, "allow-list") {
+		t.Errorf("ADD with an unreadable allow-list = %s, want code 5 naming it", out)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/types"
 )
 
@@ -37,6 +38,8 @@ type Config struct {
 	Channels *Channels `json:"channels,omitempty"`
 	// DataDir holds the state files; DefaultDataDir when empty.
 	DataDir string `json:"dataDir,omitempty"`
+	// dataDirDefault is set when dataDir was not given.
+	dataDirDefault bool
 
 	RuntimeConfig struct {
 		MAC string `json:"mac,omitempty"`
@@ -81,9 +84,18 @@ func Load(stdin []byte, cniArgs string) (*Config, error) {
 		c.applyArgs(c.Args.CNI)
 	}
 	if c.DataDir == "" {
-		c.DataDir = DefaultDataDir
+		c.DataDir, c.dataDirDefault = DefaultDataDir, true
 	}
 	return c, nil
+}
+
+// inEnv resolves what depends on the call's environment env: without the
+// node's root (a rootless runtime), a dataDir left to its default is
+// $XDG_RUNTIME_DIR/cni/tuning (pkg/rootless).
+func (c *Config) inEnv(env []string) {
+	if c.dataDirDefault {
+		c.DataDir = rootless.StateDir(DefaultDataDir, "tuning", env)
+	}
 }
 
 func (c *Config) applyArgs(a *ArgsCNI) {

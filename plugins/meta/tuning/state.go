@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
 )
@@ -108,7 +109,11 @@ func (s Store) open(create bool) (*statedir.Dir, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, types.Errorf(types.ErrIO, "opening tuning state directory: %w", err)
+		hint := ""
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS) {
+			hint = rootless.Hint("dataDir")
+		}
+		return nil, types.Errorf(types.ErrIO, "opening tuning state directory: %w%s", err, hint)
 	}
 	return d, nil
 }

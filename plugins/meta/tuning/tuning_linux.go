@@ -33,6 +33,7 @@ func (t *tuner) load(a *skel.CmdArgs) (*Config, *types.Result, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	c.inEnv(a.Env)
 	if err := c.Validate(a.IfName); err != nil {
 		return nil, nil, err
 	}

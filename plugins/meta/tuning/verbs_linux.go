@@ -97,6 +97,7 @@ func (t *tuner) Del(_ context.Context, a *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	c.inEnv(a.Env)
 	if !filepath.IsAbs(c.DataDir) {
 		return types.Errorf(types.ErrInvalidConfig, "dataDir %q: must be an absolute path", c.DataDir)
 	}
@@ -166,6 +167,7 @@ func (t *tuner) GC(_ context.Context, a *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	c.inEnv(a.Env)
 	if !filepath.IsAbs(c.DataDir) {
 		return types.Errorf(types.ErrInvalidConfig, "dataDir %q: must be an absolute path", c.DataDir)
 	}
