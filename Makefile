@@ -108,7 +108,7 @@ fuzz: build
 release:
 	VERSION='$(VERSION)' RELEASE_DIR='$(RELEASE_DIR)' ARCHES='$(ARCHES)' GO='$(GO)' scripts/release.sh tarballs
 
-## deb: Debian packages installing the plugins in /usr/lib/cni, replacing containernetworking-plugins
+## deb: Debian packages: the plugins in /usr/lib/cni beside containernetworking-plugins (cnisuite), the tools (cnisuite-tools)
 deb:
 	VERSION='$(VERSION)' RELEASE_DIR='$(RELEASE_DIR)' ARCHES='$(ARCHES)' GO='$(GO)' scripts/release.sh deb
 

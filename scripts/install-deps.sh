@@ -20,3 +20,14 @@ if ! [ -x "$(go env GOPATH)/bin/staticcheck" ]; then
 	echo "install-deps: installing staticcheck"
 	go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 fi
+# Debian's containernetworking-plugins, which test/release installs our
+# package beside in throwaway dpkg roots (test/release/debroot): fetched
+# here because the tests run without network, and kept where the sandbox
+# does not hide it.
+debs=/var/cache/cnisuite/debs
+if ! compgen -G "$debs/containernetworking-plugins_*.deb" >/dev/null; then
+	echo "install-deps: downloading containernetworking-plugins into $debs"
+	mkdir -p "$debs"
+	download() { (cd "$debs" && apt-get -q -o DPkg::Lock::Timeout=300 download containernetworking-plugins); }
+	download || { apt-get -q -o DPkg::Lock::Timeout=300 update && download; }
+fi

@@ -3,11 +3,14 @@
 # gives the same bytes.
 #
 #   scripts/release.sh tarballs       cnisuite-linux-<arch>-<version>.tgz per arch, SHA256SUMS, SHA512SUMS
-#   scripts/release.sh deb            cnisuite_<debian version>_<debian arch>.deb per arch
+#   scripts/release.sh deb            cnisuite_<debian version>_<debian arch>.deb and
+#                                     cnisuite-tools_<debian version>_<debian arch>.deb per arch
 #
 # Both hold the plugins and the tools (cnisuite-gc): a tarball side by side
-# at its top level, as the reference's are, for tar -C /opt/cni/bin; a
-# package the plugins in /usr/lib/cni and the tools in /usr/sbin.
+# at its top level, as the reference's are, for tar -C /opt/cni/bin; the
+# packages the plugins in /usr/lib/cni (cnisuite, beside Debian's
+# containernetworking-plugins: see docs/packaging.md) and the tools in
+# /usr/sbin (cnisuite-tools, which stays when the plugins go).
 #   scripts/release.sh debversion D   prints the Debian version for the git describe string D
 #
 # Environment (the Makefile sets the first two):
@@ -143,30 +146,76 @@ cmd_tarballs() {
 	echo "release: ${BUILT[*]} SHA256SUMS SHA512SUMS in $RELEASE_DIR"
 }
 
-# control writes the package's control file; $1 is the package root.
-control() {
+# REFDIR is where the package's diversions send the reference package's
+# copies of our five plugins: a directory no runtime searches (see
+# docs/packaging.md).
+REFDIR=/usr/lib/cnisuite/reference
+# GCBIN is where cnisuite-tools keeps a copy of the plugins, whose GC
+# cnisuite-gc runs after going back to the reference plugins.
+GCBIN=/usr/lib/cnisuite/bin
+
+# control_fields writes the fields both packages share; $1 is the package
+# root, $2 the architecture.
+control_fields() {
 	local root=$1 arch=$2 size
 	size=$(du -sk --apparent-size "$root/usr" | cut -f1)
 	cat <<EOF
-Package: cnisuite
 Version: $(debversion "$VERSION")
 Architecture: $(debarch "$arch")
 Maintainer: ${DEB_MAINTAINER:-cnisuite developers <cnisuite@localhost>}
 Installed-Size: $size
-Depends: iptables | nftables
-Provides: container-network-stack (= 1)
-Conflicts: containernetworking-plugins
-Replaces: containernetworking-plugins
 Section: net
 Priority: optional
+EOF
+}
+
+# control_plugins writes the control file of cnisuite, the plugins. It
+# neither conflicts with nor replaces containernetworking-plugins: preinst
+# diverts that package's copies of the five files it ships instead, so its
+# other plugins (firewall, bandwidth, ...) stay, and podman's default
+# network, which names firewall, keeps working; hence the Recommends.
+control_plugins() {
+	local root=$1 arch=$2
+	echo "Package: cnisuite"
+	control_fields "$root" "$arch"
+	cat <<EOF
+Depends: cnisuite-tools (= $(debversion "$VERSION")), iptables | nftables
+Recommends: containernetworking-plugins
+Provides: container-network-stack (= 1)
 Description: CNI plugins bridge, host-local, loopback, portmap and tuning
  A drop-in replacement, written in Go, for the Container Network Interface
  reference plugins bridge, host-local, tuning, portmap and loopback, in
  /usr/lib/cni where podman and containerd look for them. They speak every
  CNI specification version from 0.1.0 to 1.1.0, including GC and STATUS.
  .
- /usr/sbin/cnisuite-gc removes what the plugins left for attachments the
- runtime no longer knows, as after going back to the reference plugins.
+ Installed beside containernetworking-plugins: that package's copies of
+ these five are diverted to $REFDIR, its other plugins
+ (firewall, bandwidth, macvlan, ...) stay in /usr/lib/cni. Removing this
+ package puts the diverted five back.
+ .
+ Version $VERSION.
+EOF
+}
+
+# control_tools writes the control file of cnisuite-tools, the admin
+# commands, in a package of their own so that they stay when the plugins
+# go. Earlier builds of cnisuite held /usr/sbin/cnisuite-gc: Replaces
+# lets this package take the file over from them. No Breaks: it would
+# refuse `dpkg -i cnisuite-tools_<new>.deb cnisuite_<new>.deb` on every
+# upgrade, since the installed cnisuite is always older than the new tools.
+control_tools() {
+	local root=$1 arch=$2 v
+	v=$(debversion "$VERSION")
+	echo "Package: cnisuite-tools"
+	control_fields "$root" "$arch"
+	cat <<EOF
+Replaces: cnisuite (<< $v)
+Description: administration tools of the cnisuite CNI plugins
+ /usr/sbin/cnisuite-gc removes what the cnisuite plugins left for
+ attachments the runtime no longer knows, as after going back to the
+ reference plugins. It stays installed when the plugins (package cnisuite)
+ are removed, which is when it is needed, and so does the copy of the
+ plugins it runs: cnisuite-gc -bindir $GCBIN.
  .
  Version $VERSION.
 EOF
@@ -186,25 +235,51 @@ License: Apache-2.0
 EOF
 }
 
-# deb builds the package of one architecture: the plugins where Debian's
-# containernetworking-plugins puts them, the tools on the admin's PATH.
-deb() {
-	local arch=$1 root=$WORK/deb-$1 name
-	local doc=$root/usr/share/doc/cnisuite
-	build "$arch" "$root/usr/lib/cni" "${PLUGINS[@]}"
-	build "$arch" "$root/usr/sbin" "${TOOLS[@]}"
+# maintscript installs the maintainer script packaging/deb/$1.$2 into the
+# package root $3, with the plugin names and REFDIR filled in.
+maintscript() {
+	local pkg=$1 script=$2 root=$3 names=() p
+	for p in "${PLUGINS[@]}"; do names+=("${p##*/}"); done
+	sed -e "s|@PLUGINS@|${names[*]}|" -e "s|@REFDIR@|$REFDIR|" \
+		"packaging/deb/$pkg.$script" >"$root/DEBIAN/$script"
+	chmod 0755 "$root/DEBIAN/$script"
+}
+
+# debpack finishes the root $1 of package $2 (documentation, md5sums, the
+# control file control_$3 writes for the architecture $4, file times),
+# builds it into RELEASE_DIR and prints the file name.
+debpack() {
+	local root=$1 pkg=$2 kind=$3 arch=$4 name
+	local doc=$root/usr/share/doc/$pkg
 	install -d -m 0755 "$doc" "$root/DEBIAN"
 	copyright >"$doc/copyright"
 	gzip -9 -n <README.md >"$doc/README.md.gz"
 	chmod 0644 "$doc"/*
 	(cd "$root" && sorted . usr | xargs md5sum) >"$root/DEBIAN/md5sums"
-	control "$root" "$arch" >"$root/DEBIAN/control"
+	"control_$kind" "$root" "$arch" >"$root/DEBIAN/control"
 	chmod 0644 "$root/DEBIAN/md5sums" "$root/DEBIAN/control"
 	find "$root" -exec touch --no-dereference --date="@$SOURCE_DATE_EPOCH" {} +
-	name="cnisuite_$(debversion "$VERSION")_$(debarch "$arch").deb"
+	name="${pkg}_$(debversion "$VERSION")_$(debarch "$arch").deb"
 	SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH dpkg-deb --root-owner-group -Zxz --build "$root" \
 		"$RELEASE_DIR/$name" >/dev/null
 	echo "$name"
+}
+
+# deb builds the two packages of one architecture, cnisuite (the plugins
+# where Debian's containernetworking-plugins puts them, with the
+# maintainer scripts that divert that package's copies) and cnisuite-tools
+# (the tools on the admin's PATH, and in GCBIN a copy of the plugins for
+# cnisuite-gc -bindir once cnisuite is gone), and prints both file names.
+deb() {
+	local arch=$1 plugins=$WORK/deb-$1 tools=$WORK/deb-tools-$1
+	build "$arch" "$plugins/usr/lib/cni" "${PLUGINS[@]}"
+	install -d -m 0755 "$plugins/DEBIAN"
+	maintscript cnisuite preinst "$plugins"
+	maintscript cnisuite postrm "$plugins"
+	build "$arch" "$tools/usr/sbin" "${TOOLS[@]}"
+	install -d -m 0755 "$tools$GCBIN"
+	cp -p "$plugins/usr/lib/cni/"* "$tools$GCBIN/"
+	echo "$(debpack "$plugins" cnisuite plugins "$arch") $(debpack "$tools" cnisuite-tools tools "$arch")"
 }
 
 cmd_deb() {

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"cnisuite/test/release/debroot"
 )
 
 // debVersion is what version becomes in the package.
@@ -72,80 +73,131 @@ func TestDebVersion(t *testing.T) {
 	}
 }
 
-// TestDeb builds the package for this machine's architecture and checks
-// its control fields, its files, that it builds the same twice, and that
-// dpkg installs it in place of containernetworking-plugins.
+// TestDeb builds the packages for this machine's architecture and checks
+// their control fields, their files, that they build the same twice, and
+// that dpkg installs them beside Debian's containernetworking-plugins and
+// takes them away again, in every order (beside_test.go).
 func TestDeb(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds every plugin; skipped with -short")
 	}
-	need(t, "make", "dpkg", "dpkg-deb")
+	need(t, "make", "dpkg", "dpkg-deb", "dpkg-divert")
 	arch, ok := debArches[runtime.GOARCH]
 	if !ok || runtime.GOOS != "linux" {
 		t.Skipf("no package for %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
 	root := repoRoot(t)
-	name := "cnisuite_" + debVersion + "_" + arch + ".deb"
 	dirs := []string{filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")}
 	for _, dir := range dirs {
 		makeArtifacts(t, root, "deb", dir, runtime.GOARCH)
 	}
-	deb := filepath.Join(dirs[0], name)
-	if !bytes.Equal(readFile(t, deb), readFile(t, filepath.Join(dirs[1], name))) {
-		t.Errorf("%s differs between two builds", name)
-	}
-	t.Run("control", func(t *testing.T) { checkControl(t, deb, arch) })
-	t.Run("files", func(t *testing.T) { checkDebFiles(t, deb) })
-	t.Run("install", func(t *testing.T) { checkInstall(t, deb) })
-}
-
-// checkControl asserts the fields that make the package replace Debian's
-// containernetworking-plugins and satisfy podman's dependency.
-func checkControl(t *testing.T, deb, arch string) {
-	fields := controlFields(t, run(t, "", nil, "dpkg-deb", "--field", deb))
-	want := map[string]string{
-		"Package":      "cnisuite",
-		"Version":      debVersion,
-		"Architecture": arch,
-		"Depends":      "iptables | nftables",
-		"Provides":     "container-network-stack (= 1)",
-		"Conflicts":    "containernetworking-plugins",
-		"Replaces":     "containernetworking-plugins",
-	}
-	for k, v := range want {
-		if fields[k] != v {
-			t.Errorf("%s: %q, want %q", k, fields[k], v)
+	for _, pkg := range []string{"cnisuite", "cnisuite-tools"} {
+		name := pkg + "_" + debVersion + "_" + arch + ".deb"
+		if !bytes.Equal(readFile(t, filepath.Join(dirs[0], name)), readFile(t, filepath.Join(dirs[1], name))) {
+			t.Errorf("%s differs between two builds", name)
 		}
 	}
-	if fields["Maintainer"] == "" || !strings.Contains(fields["Description"], version) {
-		t.Errorf("Maintainer %q, Description %q: want a maintainer and the version", fields["Maintainer"], fields["Description"])
+	debs := map[string]debroot.Suite{
+		version: {Plugins: filepath.Join(dirs[0], "cnisuite_"+debVersion+"_"+arch+".deb"),
+			Tools: filepath.Join(dirs[0], "cnisuite-tools_"+debVersion+"_"+arch+".deb")},
+		version2: debroot.BuildSuite(t, root, version2),
 	}
-	if kib, err := strconv.Atoi(fields["Installed-Size"]); err != nil || kib < 1024 {
-		t.Errorf("Installed-Size %q, want the plugins' size in KiB", fields["Installed-Size"])
+	t.Run("control", func(t *testing.T) { checkControl(t, debs[version], arch) })
+	t.Run("files", func(t *testing.T) { checkDebFiles(t, debs[version]) })
+	t.Run("reference_first", func(t *testing.T) { testReferenceFirst(t, debs) })
+	t.Run("ours_first", func(t *testing.T) { testOursFirst(t, debs) })
+	t.Run("ours_alone", func(t *testing.T) { testOursAlone(t, debs) })
+	t.Run("podman_default_network", func(t *testing.T) { testPodmanNetwork(t, debs[version]) })
+}
+
+// checkControl asserts the fields that make the plugins install beside
+// Debian's containernetworking-plugins (no Conflicts, no Replaces: the
+// maintainer scripts divert its five), satisfy podman's dependency, and
+// keep the tools in a package of their own.
+func checkControl(t *testing.T, s debroot.Suite, arch string) {
+	want := map[string]map[string]string{
+		s.Plugins: {
+			"Package":      "cnisuite",
+			"Version":      debVersion,
+			"Architecture": arch,
+			"Depends":      "cnisuite-tools (= " + debVersion + "), iptables | nftables",
+			"Recommends":   "containernetworking-plugins",
+			"Provides":     "container-network-stack (= 1)",
+			"Conflicts":    "",
+			"Replaces":     "",
+			"Breaks":       "",
+		},
+		s.Tools: {
+			"Package":      "cnisuite-tools",
+			"Version":      debVersion,
+			"Architecture": arch,
+			"Depends":      "",
+			"Replaces":     "cnisuite (<< " + debVersion + ")",
+			"Breaks":       "",
+			"Conflicts":    "",
+		},
+	}
+	for deb, fields := range want {
+		got := controlFields(t, run(t, "", nil, "dpkg-deb", "--field", deb))
+		for k, v := range fields {
+			if got[k] != v {
+				t.Errorf("%s: %s: %q, want %q", filepath.Base(deb), k, got[k], v)
+			}
+		}
+		if got["Maintainer"] == "" || !strings.Contains(got["Description"], version) {
+			t.Errorf("%s: Maintainer %q, Description %q: want a maintainer and the version",
+				filepath.Base(deb), got["Maintainer"], got["Description"])
+		}
+		if kib, err := strconv.Atoi(got["Installed-Size"]); err != nil || kib < 1024 {
+			t.Errorf("%s: Installed-Size %q, want the binaries' size in KiB", filepath.Base(deb), got["Installed-Size"])
+		}
+	}
+	scripts := run(t, "", nil, "dpkg-deb", "--info", s.Plugins)
+	for _, script := range []string{"preinst", "postrm"} {
+		if !strings.Contains(string(scripts), " "+script+" ") {
+			t.Errorf("cnisuite has no %s:\n%s", script, scripts)
+		}
 	}
 }
 
-// checkDebFiles asserts the package holds exactly the plugins in
-// /usr/lib/cni, the tools in /usr/sbin and its documentation, owned by
-// root, at the build's time, the binaries built for this machine.
-func checkDebFiles(t *testing.T, deb string) {
+// checkDebFiles asserts the plugins package holds exactly the plugins in
+// /usr/lib/cni and its documentation, the tools package the tools in
+// /usr/sbin, the plugins for cnisuite-gc in /usr/lib/cnisuite/bin and its
+// documentation, owned by root, at the build's time, the binaries built
+// for this machine.
+func checkDebFiles(t *testing.T, s debroot.Suite) {
 	want := []string{"./", "./usr/", "./usr/lib/", "./usr/lib/cni/"}
 	for _, p := range plugins {
 		want = append(want, "./usr/lib/cni/"+p)
+	}
+	checkDebTree(t, s.Plugins, append(want, docFiles("cnisuite")...))
+	want = []string{"./", "./usr/", "./usr/lib/", "./usr/lib/cnisuite/", "./usr/lib/cnisuite/bin/"}
+	for _, p := range plugins {
+		want = append(want, "./usr/lib/cnisuite/bin/"+p)
 	}
 	want = append(want, "./usr/sbin/")
 	for _, tool := range tools {
 		want = append(want, "./usr/sbin/"+tool)
 	}
-	want = append(want, "./usr/share/", "./usr/share/doc/", "./usr/share/doc/cnisuite/",
-		"./usr/share/doc/cnisuite/README.md.gz", "./usr/share/doc/cnisuite/copyright")
+	checkDebTree(t, s.Tools, append(want, docFiles("cnisuite-tools")...))
+}
+
+// docFiles are the documentation entries of package pkg.
+func docFiles(pkg string) []string {
+	return []string{"./usr/share/", "./usr/share/doc/", "./usr/share/doc/" + pkg + "/",
+		"./usr/share/doc/" + pkg + "/README.md.gz", "./usr/share/doc/" + pkg + "/copyright"}
+}
+
+// checkDebTree asserts the package file deb holds the entries want, in
+// order, with owner, mode and time as a release has them.
+func checkDebTree(t *testing.T, deb string, want []string) {
 	var names []string
 	for _, e := range readTar(t, deb, bytes.NewReader(run(t, "", nil, "dpkg-deb", "--fsys-tarfile", deb))) {
 		h := e.hdr
 		names = append(names, h.Name)
 		mode := int64(0o644)
-		binary := h.Typeflag == tar.TypeReg &&
-			(strings.HasPrefix(h.Name, "./usr/lib/cni/") || strings.HasPrefix(h.Name, "./usr/sbin/"))
+		binary := h.Typeflag == tar.TypeReg && (strings.HasPrefix(h.Name, "./usr/lib/cni/") ||
+			strings.HasPrefix(h.Name, "./usr/lib/cnisuite/bin/") || strings.HasPrefix(h.Name, "./usr/sbin/"))
 		if binary {
 			checkBinary(t, runtime.GOARCH, path.Base(h.Name), e.data)
 		}
@@ -158,88 +210,8 @@ func checkDebFiles(t *testing.T, deb string) {
 		}
 	}
 	if !slices.Equal(names, want) {
-		t.Errorf("package holds %q, want %q", names, want)
+		t.Errorf("%s holds %q, want %q", filepath.Base(deb), names, want)
 	}
-}
-
-// checkInstall installs into a throwaway dpkg root, where stand-ins for
-// containernetworking-plugins (with a plugin we do not ship) and nftables
-// are installed, then a package that needs container-network-stack, as
-// podman's golang-github-containers-common does.
-func checkInstall(t *testing.T, deb string) {
-	dir := t.TempDir()
-	root := filepath.Join(dir, "root")
-	for _, d := range []string{"info", "updates", "triggers"} {
-		if err := os.MkdirAll(filepath.Join(root, "var/lib/dpkg", d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(root, "var/lib/dpkg/status"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	install := func(deb string) {
-		t.Helper()
-		run(t, dir, []string{"HOME=" + dir, "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, "dpkg", "--root="+root,
-			"--log=/dev/null", "--force-not-root", "--force-script-chrootless", "--install", deb)
-	}
-	install(fakeDeb(t, dir, "containernetworking-plugins", "", "bridge", "firewall"))
-	install(fakeDeb(t, dir, "nftables", ""))
-	install(deb)
-	install(fakeDeb(t, dir, "golang-github-containers-common", "container-network-stack"))
-
-	status := run(t, "", nil, "dpkg-query", "--admindir="+filepath.Join(root, "var/lib/dpkg"),
-		"--show", "--showformat=${Package} ${Status}\n")
-	for _, line := range []string{"cnisuite install ok installed", "golang-github-containers-common install ok installed"} {
-		if !strings.Contains(string(status), line+"\n") {
-			t.Errorf("dpkg status:\n%s\nwant the line %q", status, line)
-		}
-	}
-	if strings.Contains(string(status), "containernetworking-plugins install ok installed") {
-		t.Errorf("dpkg status:\n%s\nwant containernetworking-plugins removed", status)
-	}
-	for _, p := range plugins {
-		out, err := exec.Command(filepath.Join(root, "usr/lib/cni", p)).CombinedOutput()
-		if want := "cnisuite " + version; err != nil || !strings.Contains(string(out), want) {
-			t.Errorf("/usr/lib/cni/%s: %v, %q; want it to say %q", p, err, out, want)
-		}
-	}
-	for _, tool := range tools {
-		checkToolRuns(t, filepath.Join(root, "usr/sbin", tool))
-	}
-	// The reference package's other plugins go with it: node configurations
-	// naming them (podman's default names "firewall") need them from elsewhere.
-	if _, err := os.Stat(filepath.Join(root, "usr/lib/cni/firewall")); !os.IsNotExist(err) {
-		t.Errorf("/usr/lib/cni/firewall of the replaced package: %v, want it removed", err)
-	}
-}
-
-// fakeDeb builds a stand-in package holding shell scripts named files in
-// /usr/lib/cni.
-func fakeDeb(t *testing.T, dir, name, depends string, files ...string) string {
-	t.Helper()
-	pkg := filepath.Join(dir, "fake-"+name)
-	control := "Package: " + name + "\nVersion: 1.0\nArchitecture: all\nMaintainer: test <test@localhost>\nDescription: stand-in\n"
-	if depends != "" {
-		control += "Depends: " + depends + "\n"
-	}
-	paths := map[string]string{"DEBIAN/control": control}
-	for _, f := range files {
-		paths["usr/lib/cni/"+f] = "#!/bin/sh\necho reference\n"
-	}
-	for p, content := range paths {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(pkg, p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		mode := os.FileMode(0o755)
-		if p == "DEBIAN/control" {
-			mode = 0o644
-		}
-		if err := os.WriteFile(filepath.Join(pkg, p), []byte(content), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run(t, dir, nil, "dpkg-deb", "--root-owner-group", "--build", pkg, pkg+".deb")
-	return pkg + ".deb"
 }
 
 // controlFields parses dpkg-deb --field output; continuation lines are

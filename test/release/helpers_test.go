@@ -52,8 +52,8 @@ func readTar(t *testing.T, name string, r io.Reader) []entry {
 
 // checkToolRuns runs a tool as an admin first tries it, with -h: it must
 // exit 0 and print its usage; and with -version, which must print the
-// stamped version.
-func checkToolRuns(t *testing.T, path string) {
+// stamped version v.
+func checkToolRuns(t *testing.T, path, v string) {
 	t.Helper()
 	cmd := exec.Command(path, "-h")
 	cmd.Env = []string{}
@@ -62,7 +62,7 @@ func checkToolRuns(t *testing.T, path string) {
 		t.Errorf("%s -h: %v, %q; want exit status 0 and its usage", path, err, out)
 	}
 	out, err = exec.Command(path, "-version").CombinedOutput()
-	if want := "(cnisuite " + version + ")"; err != nil || !strings.Contains(string(out), want) {
+	if want := "(cnisuite " + v + ")"; err != nil || !strings.Contains(string(out), want) {
 		t.Errorf("%s -version: %v, %q; want %q", path, err, out, want)
 	}
 }

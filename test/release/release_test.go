@@ -242,7 +242,7 @@ func checkRuns(t *testing.T, dir string) {
 		}
 	}
 	for _, tool := range tools {
-		checkToolRuns(t, filepath.Join(bin, tool))
+		checkToolRuns(t, filepath.Join(bin, tool), version)
 	}
 }
 
