@@ -45,8 +45,8 @@ type podmanPod struct {
 // ours into a throwaway root and runs podman's default network from that
 // root's /usr/lib/cni (our bridge, portmap and tuning, the reference's
 // firewall): ADD, a page through the host port, CHECK, DEL, nothing left.
-// The same with the reference's bandwidth chained: its qdiscs are on the
-// host veth while the pod lives and gone after DEL.
+// The same with the reference's bandwidth, and its sbr (without CHECK),
+// chained after.
 func testPodmanNetwork(t *testing.T, s debroot.Suite) {
 	sandbox.Require(t)
 	need(t, "nft", "tc", "iptables")
@@ -62,35 +62,51 @@ func testPodmanNetwork(t *testing.T, s debroot.Suite) {
 		p.check()
 		p.del()
 	})
-	t.Run("bandwidth_chained", func(t *testing.T) {
-		rate := map[string]any{"ingressRate": 8_000_000, "ingressBurst": 800_000,
-			"egressRate": 8_000_000, "egressBurst": 800_000}
-		p := newPodmanPod(t, cniPath, withBandwidth(t, data), rate)
+	t.Run("bandwidth_chained", func(t *testing.T) { testBandwidth(t, cniPath, data) })
+	t.Run("sbr_chained", func(t *testing.T) {
+		p := newPodmanPod(t, cniPath, withPlugin(t, data, map[string]any{"type": "sbr"}), nil)
 		p.add()
-		if q := p.qdiscs(); !strings.Contains(q, "tbf") || !strings.Contains(q, "ingress") {
-			t.Errorf("qdiscs of the host veth %s while the pod lives:\n%s\nwant bandwidth's tbf and ingress", p.hostVeth, q)
+		rules, err := exec.Command("nsenter", "--net="+p.ctr.Path(), "ip", "rule", "show").CombinedOutput()
+		if want := "from " + p.ip + " lookup 100"; err != nil || !strings.Contains(string(rules), want) {
+			t.Errorf("ip rule in the pod: %v\n%s\nwant sbr's %q", err, rules, want)
 		}
-		p.check()
+		// No CHECK: sbr moves the pod's routes from the main table to its
+		// own, and bridge's CHECK looks for them in the main table (no
+		// runtime tested here sends CHECK; see docs/packaging.md).
 		p.del()
-		if q := p.run("tc", "qdisc", "show"); strings.Contains(q, "tbf") {
-			t.Errorf("after DEL the node still has a tbf qdisc:\n%s", q)
-		}
-		if l := p.run("ip", "-o", "link", "show", "type", "ifb"); strings.TrimSpace(l) != "" {
-			t.Errorf("after DEL the node still has bandwidth's ifb device:\n%s", l)
-		}
 	})
 }
 
-// withBandwidth appends the reference's bandwidth plugin to the podman
-// conflist, taking its limits from the runtime.
-func withBandwidth(t *testing.T, data []byte) []byte {
+// testBandwidth chains the reference's bandwidth, limits from the runtime:
+// its qdiscs are on the host veth while the pod lives, and neither they
+// nor its ifb device are left after DEL.
+func testBandwidth(t *testing.T, cniPath string, data []byte) {
+	rate := map[string]any{"ingressRate": 8_000_000, "ingressBurst": 800_000,
+		"egressRate": 8_000_000, "egressBurst": 800_000}
+	bw := map[string]any{"type": "bandwidth", "capabilities": map[string]any{"bandwidth": true}}
+	p := newPodmanPod(t, cniPath, withPlugin(t, data, bw), rate)
+	p.add()
+	if q := p.qdiscs(); !strings.Contains(q, "tbf") || !strings.Contains(q, "ingress") {
+		t.Errorf("qdiscs of the host veth %s while the pod lives:\n%s\nwant bandwidth's tbf and ingress", p.hostVeth, q)
+	}
+	p.check()
+	p.del()
+	if q := p.run("tc", "qdisc", "show"); strings.Contains(q, "tbf") {
+		t.Errorf("after DEL the node still has a tbf qdisc:\n%s", q)
+	}
+	if l := p.run("ip", "-o", "link", "show", "type", "ifb"); strings.TrimSpace(l) != "" {
+		t.Errorf("after DEL the node still has bandwidth's ifb device:\n%s", l)
+	}
+}
+
+// withPlugin appends a plugin to the end of the podman conflist's chain.
+func withPlugin(t *testing.T, data []byte, plugin map[string]any) []byte {
 	var list map[string]any
 	if err := json.Unmarshal(data, &list); err != nil {
 		t.Fatalf("%s: %v", podmanConflist, err)
 	}
 	plugins, _ := list["plugins"].([]any)
-	list["plugins"] = append(plugins, map[string]any{"type": "bandwidth",
-		"capabilities": map[string]any{"bandwidth": true}})
+	list["plugins"] = append(plugins, plugin)
 	out, err := json.Marshal(list)
 	if err != nil {
 		t.Fatal(err)
