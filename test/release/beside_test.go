@@ -316,3 +316,44 @@ func testOursAlone(t *testing.T, debs map[string]debroot.Suite) {
 		b.installed.tools = ""
 	})
 }
+
+// testFromConflicting: a node with the package as it was before it went
+// beside the reference (Conflicts/Replaces containernetworking-plugins,
+// cnisuite-gc in it) upgrades to ours: cnisuite-tools takes the tool over,
+// nothing of the old package is diverted, and the reference can come
+// back afterwards.
+func testFromConflicting(t *testing.T, debs map[string]debroot.Suite) {
+	b := newBeside(t, debs)
+	b.root.Install(conflictingDeb(t))
+	b.step("upgrade ours", func() { b.installOurs(version) })
+	b.step("install the reference", func() { b.installRef(b.ref) })
+	b.step("remove ours", b.removeOurs)
+}
+
+// conflictingDeb builds a stand-in of the package before this one, at a
+// lower version: our five (shell scripts) in /usr/lib/cni and
+// cnisuite-gc in /usr/sbin, in place of containernetworking-plugins.
+func conflictingDeb(t *testing.T) string {
+	tree := filepath.Join(t.TempDir(), "cnisuite-old")
+	files := map[string]string{"DEBIAN/control": "Package: cnisuite\nVersion: 9.8.6\nArchitecture: all\n" +
+		"Maintainer: test <test@localhost>\nConflicts: containernetworking-plugins\n" +
+		"Replaces: containernetworking-plugins\nDescription: the package before it went beside\n"}
+	files["usr/sbin/cnisuite-gc"] = "#!/bin/sh\necho old\n"
+	for _, p := range plugins {
+		files["usr/lib/cni/"+p] = "#!/bin/sh\necho old\n"
+	}
+	for p, content := range files {
+		path := filepath.Join(tree, p)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(tree, "DEBIAN/control"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "", nil, "dpkg-deb", "--root-owner-group", "--build", tree, tree+".deb")
+	return tree + ".deb"
+}

@@ -107,6 +107,7 @@ func TestDeb(t *testing.T) {
 	t.Run("reference_first", func(t *testing.T) { testReferenceFirst(t, debs) })
 	t.Run("ours_first", func(t *testing.T) { testOursFirst(t, debs) })
 	t.Run("ours_alone", func(t *testing.T) { testOursAlone(t, debs) })
+	t.Run("from_conflicting", func(t *testing.T) { testFromConflicting(t, debs) })
 	t.Run("podman_default_network", func(t *testing.T) { testPodmanNetwork(t, debs[version]) })
 }
 
