@@ -45,7 +45,7 @@ deps:
 ## Packages run one at a time (-p 1): they share the sandbox's namespace as their "node".
 test: deps lint build
 	CNISUITE_BIN=$(BIN) CNISUITE_REQUIRE_PRIVILEGED=1 GOPROXY=off \
-		scripts/sandbox.sh $(GO) test -p 1 -count=1 ./...
+		scripts/sandbox.sh $(GO) test -p 1 -count=1 -timeout 45m ./...
 	$(MAKE) --no-print-directory vmtest
 
 ## vmtest: boot Debian 12's kernel under qemu and run test/vm/tests.txt inside (VLAN filtering,
