@@ -77,7 +77,7 @@ demo: deps build tools
 ## e2e: podman and containerd drive the plugins, inside the sandbox
 e2e: deps build
 	CNISUITE_BIN=$(BIN) CNISUITE_REQUIRE_PRIVILEGED=1 GOPROXY=off \
-		scripts/sandbox.sh $(GO) test -count=1 -v ./test/e2e/...
+		scripts/sandbox.sh $(GO) test -count=1 -timeout 45m -v ./test/e2e/...
 
 ## bench: the cost of a pod's network against the physical floor (see test/bench)
 bench: deps build tools
