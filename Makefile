@@ -74,8 +74,9 @@ staticcheck:
 demo: deps build tools
 	CNISUITE_BIN=$(BIN) CNISUITE_TOOLS=$(TOOLS) scripts/sandbox.sh scripts/demo.sh
 
-## e2e: podman and containerd drive the plugins, inside the sandbox
+## e2e: podman, containerd 1.6 and 2.x and CRI-O drive the plugins, inside the sandbox
 e2e: deps build
+	@scripts/install-runtimes.sh versions
 	CNISUITE_BIN=$(BIN) CNISUITE_REQUIRE_PRIVILEGED=1 GOPROXY=off \
 		scripts/sandbox.sh $(GO) test -count=1 -timeout 45m -v ./test/e2e/...
 

@@ -2,12 +2,17 @@
 # Installs, idempotently, the real runtimes the end-to-end tests drive our
 # plugins with (make e2e runs this): podman with its CNI backend, runc,
 # conmon, containerd 1.6 with ctr, a static busybox for the containers' root
-# filesystem, and curl to fetch what they serve. Debian 12 packages.
+# filesystem, and curl to fetch what they serve. Debian 12 packages. Then
+# the runtimes Kubernetes nodes run today, containerd 2.x and CRI-O, and
+# cri-tools' critest, built from the Go module proxy into a cache that
+# outlives the run (scripts/install-runtimes.sh; gcc and make for CRI-O's
+# pinns).
 set -euo pipefail
 
-PACKAGES=(podman runc conmon busybox-static curl containerd iproute2 nftables util-linux)
+PACKAGES=(podman runc conmon busybox-static curl containerd iproute2 nftables util-linux gcc make libc6-dev)
 
 "$(dirname "$0")/install-packages.sh" install-e2e-deps "${PACKAGES[@]}"
+"$(dirname "$0")/install-runtimes.sh"
 
 # The packages may start containerd on the machine; the tests start their
 # own inside the sandbox and need no daemon outside it.

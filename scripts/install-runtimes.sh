@@ -1,0 +1,120 @@
+#!/bin/bash
+# Builds, idempotently, the container runtimes Kubernetes nodes run today
+# that the end-to-end tests drive our plugins with, from the Go module proxy:
+# containerd 2.x (with its runc shim and ctr), CRI-O (with pinns) and
+# cri-tools' critest, at the versions of runtime-versions.env. Each
+# lands in $CNISUITE_RUNTIMES/<name>-<version>/ (by default
+# /var/cache/cnisuite/runtimes, outside every directory scripts/sandbox.sh
+# hides), with a STAMP file written last: a directory with a STAMP is a
+# finished build and is kept, so CI machines build each version once.
+# `make deps` runs this (through install-e2e-deps.sh); the tests run with
+# GOPROXY=off and no network, and find the binaries there.
+#
+#   scripts/install-runtimes.sh            # all three
+#   scripts/install-runtimes.sh containerd # one of containerd, crio, critest
+#   scripts/install-runtimes.sh versions   # what the tests will run (make e2e)
+set -euo pipefail
+
+# shellcheck source=runtime-versions.env
+. "$(dirname "$0")/runtime-versions.env"
+CACHE=${CNISUITE_RUNTIMES:-/var/cache/cnisuite/runtimes}
+# Builds share the machine: they run at low priority.
+NICE=${NICE:-nice -n 15}
+CRIO_TAGS="containers_image_ostree_stub containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriver_devicemapper btrfs_noversion"
+
+export PATH="$PATH:/usr/local/go/bin"
+export CGO_ENABLED=0 GOFLAGS=
+mkdir -p "$CACHE"
+
+# fresh NAME VERSION BINARY...: true when NAME-VERSION still has to be
+# built (no STAMP, or a binary missing); clears what an interrupted build
+# left behind.
+fresh() {
+	local dir=$CACHE/$1-$2 name=$1 version=$2 b built=yes
+	shift 2
+	for b in "$@"; do
+		[ -x "$dir/bin/$b" ] || built=
+	done
+	if [ -f "$dir/STAMP" ] && [ -n "$built" ]; then
+		echo "install-runtimes: $name $version cached in $dir"
+		return 1
+	fi
+	set -- "$name" "$version"
+	rm -rf "$dir"
+	mkdir -p "$dir/bin"
+	echo "install-runtimes: building $1 $2 into $dir"
+}
+
+# stamp NAME VERSION START: marks the build finished, with what it took.
+stamp() {
+	local dir=$CACHE/$1-$2
+	printf 'name=%s\nversion=%s\ngo=%s\nbuilt=%s\nseconds=%s\n' "$1" "$2" \
+		"$(go env GOVERSION)" "$(date -u +%FT%TZ)" "$(($(date +%s) - $3))" > "$dir/STAMP"
+	echo "install-runtimes: $1 $2 built in $(($(date +%s) - $3)) s"
+}
+
+containerd() {
+	fresh containerd "$CONTAINERD_VERSION" containerd containerd-shim-runc-v2 ctr || return 0
+	local start dir=$CACHE/containerd-$CONTAINERD_VERSION
+	start=$(date +%s)
+	(cd / && GOBIN=$dir/bin $NICE go install \
+		"github.com/containerd/containerd/v2/cmd/containerd@v$CONTAINERD_VERSION" \
+		"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@v$CONTAINERD_VERSION" \
+		"github.com/containerd/containerd/v2/cmd/ctr@v$CONTAINERD_VERSION")
+	stamp containerd "$CONTAINERD_VERSION" "$start"
+}
+
+# CRI-O's module cannot be installed with `go install` (the proxy does not
+# list its versions), but it can be downloaded at an exact version: it is
+# built from a writable copy of it, resolving its requirements as they are.
+crio() {
+	fresh crio "$CRIO_VERSION" crio pinns || return 0
+	local start src work dir=$CACHE/crio-$CRIO_VERSION
+	start=$(date +%s)
+	src=$(cd / && go mod download -json "github.com/cri-o/cri-o@v$CRIO_VERSION" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -d "$src" ] || { echo "install-runtimes: no module directory for cri-o v$CRIO_VERSION" >&2; return 1; }
+	work=$(mktemp -d)
+	cp -r "$src/." "$work"
+	chmod -R u+w "$work"
+	(cd "$work" && $NICE go build -mod=mod -trimpath -tags "$CRIO_TAGS" -ldflags "-s -w" \
+		-o "$dir/bin/crio" ./cmd/crio)
+	$NICE make -s -C "$work/pinns" >/dev/null
+	install -m 0755 "$work/bin/pinns" "$dir/bin/pinns"
+	rm -rf "$work"
+	stamp crio "$CRIO_VERSION" "$start"
+}
+
+critest() {
+	fresh critest "$CRITEST_VERSION" critest || return 0
+	local start dir=$CACHE/critest-$CRITEST_VERSION
+	start=$(date +%s)
+	(cd / && GOBIN=$dir/bin $NICE go install "sigs.k8s.io/cri-tools/cmd/critest@v$CRITEST_VERSION")
+	stamp critest "$CRITEST_VERSION" "$start"
+}
+
+# versions prints the runtimes the end-to-end tests run: the Debian
+# packages and the builds of the cache.
+versions() {
+	local name version dir
+	dpkg-query -W -f='e2e runtime: ${Package} ${Version} (Debian)\n' containerd podman runc conmon 2>/dev/null || true
+	for name in containerd crio critest; do
+		version=$(sed -n "s/^$(echo "$name" | tr a-z A-Z)_VERSION=//p" "$(dirname "$0")/runtime-versions.env")
+		dir=$CACHE/$name-$version
+		if [ -f "$dir/STAMP" ]; then
+			echo "e2e runtime: $name $version ($dir, built $(sed -n 's/^built=//p' "$dir/STAMP") with $(sed -n 's/^go=//p' "$dir/STAMP"))"
+		else
+			echo "e2e runtime: $name $version NOT BUILT (run scripts/install-runtimes.sh)"
+		fi
+	done
+}
+
+if [ "$#" -eq 0 ]; then
+	set -- containerd crio critest
+fi
+for what in "$@"; do
+	case $what in
+	containerd | crio | critest | versions) "$what" ;;
+	*) echo "install-runtimes: unknown runtime $what (containerd, crio, critest, versions)" >&2; exit 2 ;;
+	esac
+done
