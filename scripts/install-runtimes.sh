@@ -64,19 +64,26 @@ containerd() {
 	stamp containerd "$CONTAINERD_VERSION" "$start"
 }
 
-# CRI-O's module cannot be installed with `go install` (the proxy does not
-# list its versions), but it can be downloaded at an exact version: it is
-# built from a writable copy of it, resolving its requirements as they are.
-crio() {
-	fresh crio "$CRIO_VERSION" crio pinns || return 0
-	local start src work dir=$CACHE/crio-$CRIO_VERSION
-	start=$(date +%s)
-	src=$(cd / && go mod download -json "github.com/cri-o/cri-o@v$CRIO_VERSION" |
-		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-	[ -d "$src" ] || { echo "install-runtimes: no module directory for cri-o v$CRIO_VERSION" >&2; return 1; }
+# module_copy MODULE VERSION: downloads a module at an exact version and
+# prints the path of a writable copy of it, to build in with -mod=mod
+# (resolving its requirements as they are; module zips carry no vendor/).
+module_copy() {
+	local src work
+	src=$(cd / && go mod download -json "$1@v$2" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -d "$src" ] || { echo "install-runtimes: no module directory for $1 v$2" >&2; return 1; }
 	work=$(mktemp -d)
 	cp -r "$src/." "$work"
 	chmod -R u+w "$work"
+	echo "$work"
+}
+
+# CRI-O's module cannot be installed with `go install` (the proxy does not
+# list its versions), but it can be downloaded at an exact version.
+crio() {
+	fresh crio "$CRIO_VERSION" crio pinns || return 0
+	local start work dir=$CACHE/crio-$CRIO_VERSION
+	start=$(date +%s)
+	work=$(module_copy github.com/cri-o/cri-o "$CRIO_VERSION")
 	(cd "$work" && $NICE go build -mod=mod -trimpath -tags "$CRIO_TAGS" -ldflags "-s -w" \
 		-o "$dir/bin/crio" ./cmd/crio)
 	$NICE make -s -C "$work/pinns" >/dev/null
@@ -85,11 +92,17 @@ crio() {
 	stamp crio "$CRIO_VERSION" "$start"
 }
 
+# critest is a compiled test binary (its specs are _test.go files): `go
+# install` finds nothing to install, `go test -c` builds it.
 critest() {
 	fresh critest "$CRITEST_VERSION" critest || return 0
-	local start dir=$CACHE/critest-$CRITEST_VERSION
+	local start work dir=$CACHE/critest-$CRITEST_VERSION
 	start=$(date +%s)
-	(cd / && GOBIN=$dir/bin $NICE go install "sigs.k8s.io/cri-tools/cmd/critest@v$CRITEST_VERSION")
+	work=$(module_copy sigs.k8s.io/cri-tools "$CRITEST_VERSION")
+	(cd "$work" && $NICE go test -c -mod=mod -trimpath \
+		-ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRITEST_VERSION" \
+		-o "$dir/bin/critest" ./cmd/critest)
+	rm -rf "$work"
 	stamp critest "$CRITEST_VERSION" "$start"
 }
 

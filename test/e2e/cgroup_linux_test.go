@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // cgroupScript mounts again, on an empty /sys/fs/cgroup, the hierarchies
@@ -106,4 +108,38 @@ func (n *node) cgroupProcs() []int {
 		}
 	}
 	return pids
+}
+
+// reapCgroup kills, by PID, every process left under a cgroup the test's
+// runtime created outside the test's own parents (its default parent, for
+// pods that name none, as critest's), and removes the cgroup with its
+// descendants, deepest first, from every hierarchy.
+func (n *node) reapCgroup(parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(n.path("/sys/fs/cgroup"), "*", parent)) // the pattern is valid
+	var tree []string
+	for _, dir := range dirs {
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				tree = append(tree, p)
+			}
+			return nil // a cgroup that vanished has nothing to remove
+		})
+	}
+	for _, dir := range tree {
+		data, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs")) // likewise
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil && syscall.Kill(pid, syscall.SIGKILL) == nil {
+				n.t.Logf("killed process %d left in cgroup %s", pid, parent)
+			}
+		}
+	}
+	for i := len(tree) - 1; i >= 0; i-- { // WalkDir lists parents before children
+		eventually(5*time.Second, func() bool {
+			err := os.Remove(tree[i])
+			return err == nil || os.IsNotExist(err)
+		})
+		if _, err := os.Stat(tree[i]); err == nil {
+			n.t.Errorf("cgroup %s left", strings.TrimPrefix(tree[i], n.path("")))
+		}
+	}
 }

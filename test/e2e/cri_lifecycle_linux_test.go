@@ -15,7 +15,7 @@ import (
 // PodSandboxStatus reports an IPv4 and an IPv6 address, and the page is
 // fetched through both.
 func criDualStack(n *criNode) {
-	n.useCRI("/opt/cni/bin", dualConfDir)
+	n.useCRI(n.flavor.binDir(), dualConfDir)
 	web := n.mustRunPod(podConfig(uniqueName("dual"), n.cgroupParent), "/bin/httpd", "-f", "-p", "80", "-h", "/www")
 	if len(web.ips) != 2 {
 		n.t.Fatalf("PodSandboxStatus reports %v, want an IPv4 and an IPv6 address", web.ips)
@@ -35,7 +35,7 @@ func criDualStack(n *criNode) {
 // libcni cache entry can be seen, then stops and removes it: none of them
 // is left.
 func criLeftovers(n *criNode) {
-	n.useCRI("/opt/cni/bin", criConfDir)
+	n.useCRI(n.flavor.binDir(), criConfDir)
 	cfg := podConfig(uniqueName("gone"), n.cgroupParent)
 	cfg.PortMappings = []*cri.PortMapping{
 		{Protocol: cri.Protocol_TCP, ContainerPort: 80, HostPort: 18081},
@@ -72,7 +72,7 @@ func (n *criNode) cacheNames(podID string) bool {
 // addresses are distinct and answer, then stops and removes them all at
 // once: nothing is left.
 func criConcurrentPods(n *criNode) {
-	n.useCRI("/opt/cni/bin", criConfDir)
+	n.useCRI(n.flavor.binDir(), criConfDir)
 	const count = 20
 	pods := make([]*criPod, count)
 	errs := parallel(count, func(i int) (err error) {

@@ -19,7 +19,11 @@ type criPod struct {
 	ips   []string // as PodSandboxStatus reports them, primary first
 	ctr   string   // its container, if it has one
 	netns uint64   // inode of its network namespace
-	gone  bool     // stopped and removed
+	// netnsPath pins it; pausePid holds it, if the runtime runs a pause
+	// process (CRI-O drops it by default).
+	netnsPath string
+	pausePid  int
+	gone      bool // stopped and removed
 }
 
 // runPod runs a pod with the given sandbox configuration and, when command
@@ -41,9 +45,9 @@ func (n *criNode) runPod(cfg *cri.PodSandboxConfig, command ...string) (*criPod,
 	if p.ips, err = n.cri.podIPs(id); err != nil {
 		return nil, err
 	}
-	if _, path, err := n.cri.podSandboxInfo(id); err != nil {
+	if p.pausePid, p.netnsPath, err = n.cri.podSandboxInfo(id); err != nil {
 		return nil, err
-	} else if p.netns, err = inodeOf(n.path(runPath(path))); err != nil {
+	} else if p.netns, err = inodeOf(n.path(runPath(p.netnsPath))); err != nil {
 		return nil, fmt.Errorf("pod %s network namespace: %w", p.name, err)
 	}
 	if len(command) > 0 {
@@ -64,9 +68,14 @@ func (n *criNode) mustRunPod(cfg *cri.PodSandboxConfig, command ...string) *criP
 	return p
 }
 
-// stopAndRemove stops a pod (CNI DEL) and removes it, as the kubelet does
-// when a pod is deleted.
+// stopAndRemove stops a pod's container, then the pod (CNI DEL), and
+// removes it, as the kubelet does when a pod is deleted.
 func (n *criNode) stopAndRemove(p *criPod) error {
+	if p.ctr != "" {
+		if err := n.cri.stopContainer(p.ctr); err != nil {
+			return err
+		}
+	}
 	if err := n.cri.stopPod(p.id); err != nil {
 		return err
 	}
@@ -77,8 +86,9 @@ func (n *criNode) stopAndRemove(p *criPod) error {
 	return nil
 }
 
-// podSandboxInfo returns the pause process's PID and the network namespace
-// path of a pod, from PodSandboxStatus's verbose info (containerd's).
+// podSandboxInfo returns the pause process's PID (0 when there is none)
+// and the network namespace path of a pod, from PodSandboxStatus's verbose
+// info (containerd and CRI-O give the same fields).
 func (c *criClient) podSandboxInfo(podID string) (int, string, error) {
 	resp, err := call(c.rt.PodSandboxStatus, &cri.PodSandboxStatusRequest{PodSandboxId: podID, Verbose: true})
 	if err != nil {

@@ -9,43 +9,50 @@ import (
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// criDaemonKilled kills containerd with SIGKILL while two pods run, takes
-// one pod's network namespace away meanwhile (its pause process killed,
-// its pin removed: as after a crash), and starts containerd again: the
-// surviving pod still serves, and StopPodSandbox cleans up after both —
-// DEL with the namespace there and DEL with it gone.
+// criDaemonKilled kills the runtime with SIGKILL while two pods run, takes
+// one pod's network namespace away meanwhile (its pause process killed, if
+// it has one, and its pin removed: as after a crash), and starts the
+// runtime again: the surviving pod still serves, and StopPodSandbox cleans
+// up after both — DEL with the namespace there and DEL with it gone.
 func criDaemonKilled(n *criNode) {
-	n.useCRI("/opt/cni/bin", criConfDir)
+	n.useCRI(n.flavor.binDir(), criConfDir)
 	cfg := podConfig(uniqueName("survivor"), n.cgroupParent)
 	cfg.PortMappings = []*cri.PortMapping{{Protocol: cri.Protocol_TCP, ContainerPort: 80, HostPort: 18083}}
 	survivor := n.mustRunPod(cfg, "/bin/httpd", "-f", "-p", "80", "-h", "/www")
 	orphan := n.mustRunPod(podConfig(uniqueName("orphan"), n.cgroupParent))
-	pausePid, netnsPath, err := n.cri.podSandboxInfo(orphan.id)
-	if err != nil {
-		n.t.Fatal(err)
-	}
 	n.requireAttached(survivor.id, survivor.ips[0])
 	n.requireAttached(orphan.id, orphan.ips[0])
 
 	n.killCRI()
-	n.t.Logf("containerd killed; killing pause %d of pod %s and removing %s", pausePid, orphan.name, netnsPath)
-	if err := syscall.Kill(pausePid, syscall.SIGKILL); err != nil {
-		n.t.Fatalf("killing pause process %d: %v", pausePid, err)
-	}
-	n.must("umount", runPath(netnsPath))
-	if err := os.Remove(n.path(runPath(netnsPath))); err != nil {
-		n.t.Fatal(err)
-	}
+	n.orphanPod(orphan)
 	n.startCRI(n.binDir, n.confDir)
 
 	n.fetch(fmt.Sprintf("http://%s:80/", survivor.ips[0]))
 	n.fetch(fmt.Sprintf("http://%s:18083/", nodeAddr))
 	for _, p := range []*criPod{survivor, orphan} {
 		if err := n.stopAndRemove(p); err != nil {
-			n.t.Fatalf("after containerd's restart: %v", err)
+			n.t.Fatalf("after %s's restart: %v", n.flavor.name(), err)
 		}
 	}
 	n.requirePodsGone(survivor, orphan)
+}
+
+// orphanPod takes a pod's network namespace away while its runtime is
+// down, as a crash of the node would: its pause process (if the runtime
+// runs one) is killed and its pin unmounted and removed.
+func (n *criNode) orphanPod(p *criPod) {
+	n.t.Helper()
+	pausePid, netnsPath := p.pausePid, p.netnsPath
+	n.t.Logf("%s killed; removing pod %s's netns %s (pause process: %d, 0 for none)", n.flavor.name(), p.name, netnsPath, pausePid)
+	if pausePid > 0 {
+		if err := syscall.Kill(pausePid, syscall.SIGKILL); err != nil {
+			n.t.Fatalf("killing pause process %d: %v", pausePid, err)
+		}
+	}
+	n.must("umount", runPath(netnsPath))
+	if err := os.Remove(n.path(runPath(netnsPath))); err != nil {
+		n.t.Fatal(err)
+	}
 }
 
 // criArgs runs a pod with a wrapper around each plugin in the CNI bin dir
