@@ -60,18 +60,20 @@ func uplink(t *testing.T, name string, mtu int) *ns.NetNS {
 
 func mustAddrUp(t *testing.T, name, cidr string) {
 	t.Helper()
+	mustAddr(t, name, cidr)
+	if err := netlink.LinkSetUp(hostLinkOrIn(t, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hostLinkOrIn reads a link of the calling thread's namespace.
+func hostLinkOrIn(t *testing.T, name string) netlink.Link {
+	t.Helper()
 	l, err := netlink.LinkByName(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := netlink.ParseAddr(cidr)
-	a.Flags = unix.IFA_F_NODAD
-	if err := netlink.AddrAdd(l, a); err != nil {
-		t.Fatal(err)
-	}
-	if err := netlink.LinkSetUp(l); err != nil {
-		t.Fatal(err)
-	}
+	return l
 }
 
 // With mtuFromUplink and no mtu, the bridge and both veth ends take the
@@ -330,10 +332,7 @@ func TestIPMasqSource(t *testing.T) {
 
 func mustAddr(t *testing.T, name, cidr string) {
 	t.Helper()
-	l, err := netlink.LinkByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := hostLinkOrIn(t, name)
 	a, _ := netlink.ParseAddr(cidr)
 	a.Flags = unix.IFA_F_NODAD
 	if err := netlink.AddrAdd(l, a); err != nil {
