@@ -6,6 +6,7 @@ import (
 	"net"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/types"
 )
@@ -66,8 +67,10 @@ func verifyAddr(l netlink.Link, ip *types.IPConfig) error {
 		return fmt.Errorf("address %v on %q: %w", &ip.Address, name, ErrMissing)
 	}
 	subnet := &net.IPNet{IP: ip.Address.IP.Mask(ip.Address.Mask), Mask: ip.Address.Mask}
+	// In any table: a plugin chained after ours (sbr) may have moved it.
 	routes, err := RouteListFiltered(nil, Family(ip.Address.IP),
-		&netlink.Route{LinkIndex: l.Attrs().Index, Dst: subnet}, netlink.RT_FILTER_OIF|netlink.RT_FILTER_DST)
+		&netlink.Route{LinkIndex: l.Attrs().Index, Dst: subnet, Table: unix.RT_TABLE_UNSPEC},
+		netlink.RT_FILTER_OIF|netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return fmt.Errorf("listing routes of %q: %w", name, err)
 	}
@@ -78,13 +81,12 @@ func verifyAddr(l netlink.Link, ip *types.IPConfig) error {
 }
 
 func verifyRoute(l netlink.Link, want *netlink.Route) error {
+	// A route of no given table is looked for in every table: a plugin
+	// chained after ours (sbr) may have moved it out of main.
 	filter := &netlink.Route{Dst: want.Dst, Gw: want.Gw, Table: want.Table}
-	mask := netlink.RT_FILTER_DST
+	mask := netlink.RT_FILTER_DST | netlink.RT_FILTER_TABLE
 	if want.Gw != nil {
 		mask |= netlink.RT_FILTER_GW
-	}
-	if want.Table != 0 {
-		mask |= netlink.RT_FILTER_TABLE
 	}
 	if ones, _ := want.Dst.Mask.Size(); ones == 0 {
 		filter.Dst = nil // the kernel reports default routes without a destination

@@ -1,0 +1,54 @@
+package link
+
+import (
+	"errors"
+	"net"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/types"
+	"cnisuite/test/sandbox"
+)
+
+// A route that a plugin chained after ours moved out of the main table
+// (sbr puts the pod's routes in a table of their own) still counts for
+// CHECK; a route that is gone does not. Before, CHECK with sbr chained
+// failed: "route to 10.88.0.0/16 on eth0: missing".
+func TestVerifyIfaceRouteInAnotherTable(t *testing.T) {
+	in := sandbox.VethPairNS(t)
+	ipc, _ := types.ParseCIDR("10.66.0.2/24")
+	res := &types.Result{Interfaces: []*types.Interface{{Name: "dum0"}},
+		IPs: []*types.IPConfig{{Interface: types.Int(0), Address: *ipc}}}
+	in(t, func(l, _ netlink.Link) {
+		addr := &netlink.Addr{IPNet: &net.IPNet{IP: ipc.IP, Mask: ipc.Mask}, Flags: unix.IFA_F_NODAD}
+		if err := netlink.AddrAdd(l, addr); err != nil {
+			t.Fatal(err)
+		}
+		if err := netlink.LinkSetUp(l); err != nil {
+			t.Fatal(err)
+		}
+		if err := VerifyIface("dum0", res); err != nil {
+			t.Fatalf("VerifyIface with the subnet route in main = %v", err)
+		}
+		_, subnet, _ := net.ParseCIDR("10.66.0.0/24")
+		main := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: subnet, Scope: netlink.SCOPE_LINK, Src: ipc.IP, Protocol: unix.RTPROT_KERNEL}
+		if err := netlink.RouteDel(main); err != nil {
+			t.Fatal(err)
+		}
+		moved := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: subnet, Scope: netlink.SCOPE_LINK, Table: 100}
+		if err := netlink.RouteAdd(moved); err != nil {
+			t.Fatal(err)
+		}
+		if err := VerifyIface("dum0", res); err != nil {
+			t.Errorf("VerifyIface with the subnet route moved to table 100 = %v, want nil", err)
+		}
+		if err := netlink.RouteDel(moved); err != nil {
+			t.Fatal(err)
+		}
+		if err := VerifyIface("dum0", res); !errors.Is(err, ErrMissing) {
+			t.Errorf("VerifyIface without the subnet route = %v, want ErrMissing", err)
+		}
+	})
+}
