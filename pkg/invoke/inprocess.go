@@ -59,11 +59,11 @@ func registeredPlugin(pluginType string) *skel.Plugin {
 
 // inProcessPlugin returns the plugin to run in place of the binary at path,
 // or nil when the binary must be started.
-func inProcessPlugin(pluginType, path string) *skel.Plugin {
+func inProcessPlugin(a *skel.CmdArgs, pluginType, path string) *skel.Plugin {
 	inProcess.Lock()
 	r, ok := inProcess.byType[pluginType]
 	inProcess.Unlock()
-	if !ok || os.Getenv("CNISUITE_NO_INPROCESS") == "1" {
+	if !ok || a.Getenv("CNISUITE_NO_INPROCESS") == "1" {
 		return nil
 	}
 	if st, err := os.Stat(path); err != nil || st.Mode()&0o111 == 0 {

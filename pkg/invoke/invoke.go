@@ -109,7 +109,7 @@ func Delegate(ctx context.Context, a *skel.CmdArgs, command, pluginType string, 
 		return nil, err
 	}
 	env := withCommand(a.Env, command)
-	if p := inProcessPlugin(pluginType, path); p != nil {
+	if p := inProcessPlugin(a, pluginType, path); p != nil {
 		return runInProcess(p, path, env, netconf, a)
 	}
 	var out []byte

@@ -39,6 +39,18 @@ type CmdArgs struct {
 	Log *calllog.Call
 }
 
+// Getenv returns the value of key in the call's environment (the last one
+// when it is set twice), "" when it is not set: plugins read their
+// environment from the call, never from the process.
+func (a *CmdArgs) Getenv(key string) string {
+	for i := len(a.Env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(a.Env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
 // Plugin wires a plugin's verbs to the protocol. Every verb must be set: a
 // plugin with nothing to do for GC or STATUS says so in its own function.
 type Plugin struct {

@@ -328,3 +328,12 @@ func TestRunConfigSharesBytes(t *testing.T) {
 		t.Error("the plugin got a copy of the configuration")
 	}
 }
+
+func TestGetenvFromTheCall(t *testing.T) {
+	a := &CmdArgs{Env: []string{"A=1", "B=x=y", "A=2", "EMPTY="}}
+	for key, want := range map[string]string{"A": "2", "B": "x=y", "EMPTY": "", "MISSING": ""} {
+		if got := a.Getenv(key); got != want {
+			t.Errorf("Getenv(%q) = %q, want %q", key, got, want)
+		}
+	}
+}

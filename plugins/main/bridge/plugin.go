@@ -50,7 +50,7 @@ type attach struct {
 // open opens the netns (when given) and the netlink handles. For ADD and
 // CHECK a missing netns is an error; for DEL it is not.
 func (p *plugin) open(conf *NetConf, a *skel.CmdArgs, needNetns bool) (*attach, error) {
-	at := &attach{p: p, conf: conf, args: a, tm: newStepTimer(a.Stderr, a.Log)}
+	at := &attach{p: p, conf: conf, args: a, tm: newStepTimer(a)}
 	defer at.tm.step("open")()
 	var err error
 	// Route sockets only: the plugin needs no others, and each socket in the

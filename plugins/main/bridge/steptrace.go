@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
 	"cnisuite/pkg/calllog"
+	"cnisuite/pkg/skel"
 )
 
 // traceEnv names the environment variable that makes the plugin print how
@@ -25,8 +25,9 @@ type stepTimer struct {
 
 // newStepTimer returns a timer recording into log and, when traceEnv is
 // set to 1, writing to w; nil when neither wants the steps.
-func newStepTimer(w io.Writer, log *calllog.Call) *stepTimer {
-	if os.Getenv(traceEnv) != "1" {
+func newStepTimer(a *skel.CmdArgs) *stepTimer {
+	w, log := a.Stderr, a.Log
+	if a.Getenv(traceEnv) != "1" {
 		w = nil
 	}
 	if w == nil && log == nil {
