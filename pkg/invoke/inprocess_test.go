@@ -70,11 +70,12 @@ func TestInProcess(t *testing.T) {
 		t.Errorf("DelegateStatus in process = %v, want the plugin's code 11", err)
 	}
 
-	t.Setenv("CNISUITE_NO_INPROCESS", "1")
-	if err := DelegateGC(ctx, cmdArgs(dir, &stderr), "inproc", conf); err == nil || len(seen) != 1 {
+	// Read from the call's environment, as the runtime passed it.
+	off := cmdArgs(dir, &stderr)
+	off.Env = append(off.Env, "CNISUITE_NO_INPROCESS=1")
+	if err := DelegateGC(ctx, off, "inproc", conf); err == nil || len(seen) != 1 {
 		t.Errorf("with CNISUITE_NO_INPROCESS=1: err %v, plugin calls %d; want the binary started (and failing)", err, len(seen))
 	}
-	t.Setenv("CNISUITE_NO_INPROCESS", "")
 	InProcess("inproc", "not-"+id, fake)
 	if err := DelegateGC(ctx, cmdArgs(dir, &stderr), "inproc", conf); err == nil || len(seen) != 1 {
 		t.Errorf("with another build ID: err %v, plugin calls %d; want the binary started (and failing)", err, len(seen))
