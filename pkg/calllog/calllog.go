@@ -81,9 +81,10 @@ type Call struct {
 	limit int64 // rotation size
 	start time.Time
 
-	mu    sync.Mutex
-	steps []Step
-	debug []Detail
+	mu       sync.Mutex
+	steps    []Step
+	debug    []Detail
+	warnings []string
 }
 
 // Step is the duration of one named step.
@@ -130,6 +131,17 @@ func (c *Call) Debug(what string, value any) {
 	c.debug = append(c.debug, Detail{what, value})
 }
 
+// Warn records something the call noticed and went on with (a key it does
+// not know); warnings are kept at every level that writes the line.
+func (c *Call) Warn(msg string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.warnings = append(c.warnings, msg)
+}
+
 // Debugging reports whether details are kept, so a plugin can skip
 // building an expensive value.
 func (c *Call) Debugging() bool { return c != nil && c.level >= LevelDebug }
@@ -171,6 +183,7 @@ type line struct {
 	Code       uint            `json:"code,omitempty"`
 	Msg        string          `json:"msg,omitempty"`
 	Result     json.RawMessage `json:"result,omitempty"`
+	Warnings   []string        `json:"warnings,omitempty"`
 	Debug      []Detail        `json:"debug,omitempty"`
 }
 
@@ -184,7 +197,7 @@ func (c *Call) Finish(id Identity, out Outcome) error {
 	l := line{
 		Time: c.start.UTC().Format(time.RFC3339Nano), PID: os.Getpid(), Identity: id,
 		DurationMS: float64(time.Since(c.start).Microseconds()) / 1000,
-		Steps:      c.steps, Code: out.Code, Msg: out.Msg, Result: compact(out.Result), Debug: c.debug,
+		Steps:      c.steps, Code: out.Code, Msg: out.Msg, Result: compact(out.Result), Warnings: c.warnings, Debug: c.debug,
 	}
 	c.mu.Unlock()
 	data, err := json.Marshal(l)

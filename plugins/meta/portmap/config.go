@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"sort"
 	"strings"
 
 	"cnisuite/pkg/firewall"
@@ -44,6 +46,40 @@ type PortMapEntry struct {
 	ContainerPort int    `json:"containerPort"`
 	Protocol      string `json:"protocol"`
 	HostIP        string `json:"hostIP,omitempty"`
+}
+
+// mappingKeys are the keys of a port mapping, as the portMappings
+// capability convention names them.
+var mappingKeys = map[string]bool{"hostPort": true, "containerPort": true, "protocol": true, "hostIP": true}
+
+// UnknownMappingKeys names the keys of runtimeConfig.portMappings entries
+// that the plugin does not know ("runtimeConfig.portMappings[1].range"), in
+// order. Runtimes send only the four known ones: anything else is a typo or
+// a feature (netavark's range) that this plugin would otherwise ignore
+// without a word.
+func UnknownMappingKeys(stdin []byte) []string {
+	var raw struct {
+		RuntimeConfig struct {
+			PortMaps []map[string]json.RawMessage `json:"portMappings"`
+		} `json:"runtimeConfig"`
+	}
+	if json.Unmarshal(stdin, &raw) != nil {
+		return nil // Load reports what is wrong with it
+	}
+	var out []string
+	for i, m := range raw.RuntimeConfig.PortMaps {
+		var keys []string
+		for k := range m {
+			if !mappingKeys[k] {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			out = append(out, fmt.Sprintf("runtimeConfig.portMappings[%d].%s", i, k))
+		}
+	}
+	return out
 }
 
 // Load decodes and validates a configuration.

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -258,5 +260,29 @@ func TestDescribeMappings(t *testing.T) {
 	want := "*:8080/tcp -> 10.88.0.2:80; 192.0.2.1:53/udp -> 10.88.0.2:5353; *:8080/tcp -> [fd00::2]:80"
 	if got != want {
 		t.Errorf("describe = %q, want %q", got, want)
+	}
+}
+
+// A mapping key the plugin does not know ("range", a typo) is no longer
+// silent: ADD names it on stderr and in the per-call log, and maps what it
+// knows.
+func TestUnknownMappingKeysWarned(t *testing.T) {
+	h := newHarness(firewall.KindNFTables)
+	logFile := filepath.Join(t.TempDir(), "calls.log")
+	c := conf(`,"logFile":"` + logFile + `","runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"},` +
+		`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":3,"hostport":1}]}`)
+	if _, err := h.run(t, "ADD", c); err != nil {
+		t.Fatalf("ADD: %v", err)
+	}
+	for _, k := range []string{"runtimeConfig.portMappings[1].hostport", "runtimeConfig.portMappings[1].range"} {
+		if !strings.Contains(h.stderr, k) {
+			t.Errorf("stderr %q does not name %s", h.stderr, k)
+		}
+		if data, _ := os.ReadFile(logFile); !strings.Contains(string(data), k) {
+			t.Errorf("per-call log %q does not name %s", data, k)
+		}
+	}
+	if strings.Contains(h.stderr, "portMappings[0]") {
+		t.Errorf("stderr names the mapping without unknown keys: %q", h.stderr)
 	}
 }

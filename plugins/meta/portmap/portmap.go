@@ -66,6 +66,7 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 	if err != nil {
 		return nil, err
 	}
+	warnUnknownKeys(a)
 	prev, err := c.RequirePrevResult("portmap", "ADD")
 	if err != nil {
 		return nil, err
@@ -287,4 +288,16 @@ func describe(pm *firewall.PortMaps) []string {
 		}
 	}
 	return out
+}
+
+// warnUnknownKeys says, on stderr and in the per-call log, which keys of
+// the port mappings ADD ignores.
+func warnUnknownKeys(a *skel.CmdArgs) {
+	for _, k := range UnknownMappingKeys(a.StdinData) {
+		msg := "ignoring " + k + ": not a key of a port mapping (hostPort, containerPort, protocol, hostIP)"
+		if a.Stderr != nil {
+			fmt.Fprintf(a.Stderr, "portmap: %s\n", msg)
+		}
+		a.Log.Warn(msg)
+	}
 }
