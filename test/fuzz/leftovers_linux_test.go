@@ -14,6 +14,8 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netlink"
+
+	"cnisuite/pkg/ethtool"
 )
 
 // state is what an input could leave behind, taken before its ADD and
@@ -51,6 +53,7 @@ func (w *world) snapshot() (*state, error) {
 				s.sysctls[k] = strings.TrimSpace(string(b))
 			}
 		}
+		readEthtool(s.sysctls, "eth0")
 		return readLinks(s.ctrLinks, s.ctrAddrs, nil)
 	})
 	if err != nil {
@@ -297,4 +300,33 @@ func allowedFile(rel string) bool {
 		return strings.HasPrefix(base, ".") // the index's stamp; entries must go
 	}
 	return false
+}
+
+// readEthtool records, under "ethtool/<ifname>/…" keys, the features
+// asked for and on, and the channel counts of ifname (tuning's features
+// and channels): a DEL that did not put them back shows as a change.
+// An interface that is not there, or a kernel without the ethtool
+// netlink family, records nothing.
+func readEthtool(out map[string]string, ifname string) {
+	c, err := ethtool.Dial()
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	if f, err := c.Features(ifname); err == nil {
+		var on, wanted []string
+		for i, n := range f.Names {
+			if f.Active[i] {
+				on = append(on, n)
+			}
+			if f.Wanted[i] {
+				wanted = append(wanted, n)
+			}
+		}
+		out["ethtool/"+ifname+"/active"] = strings.Join(on, ",")
+		out["ethtool/"+ifname+"/wanted"] = strings.Join(wanted, ",")
+	}
+	if ch, err := c.Channels(ifname); err == nil {
+		out["ethtool/"+ifname+"/channels"] = fmt.Sprintf("rx %d tx %d other %d combined %d", ch.RX, ch.TX, ch.Other, ch.Combined)
+	}
 }
