@@ -37,12 +37,13 @@ type nodeOptions struct {
 const maxVethPrefix = 7
 
 // maxMetric is the largest route priority the kernel takes.
-const maxMetric = 1<<32 - 1
+const maxMetric int64 = 1<<32 - 1
 
 func (o nodeOptions) validate() error {
 	var errs []error
 	for key, m := range map[string]*int{"defaultRouteMetric": o.DefaultRouteMetric, "defaultRouteMetricIPv6": o.DefaultRouteMetricIPv6} {
-		if m != nil && (*m < 0 || *m > maxMetric) {
+		// int64: on 32-bit targets an int cannot hold the maximum.
+		if m != nil && (*m < 0 || int64(*m) > maxMetric) {
 			errs = append(errs, types.Errorf(types.ErrInvalidConfig, "%s %d: must be 0-%d", key, *m, maxMetric))
 		}
 	}
