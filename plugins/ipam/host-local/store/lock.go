@@ -3,11 +3,11 @@ package store
 import (
 	"context"
 	"errors"
-	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
 )
 
@@ -25,12 +25,12 @@ func (s *Store) Lock(ctx context.Context) error {
 	if _, err := s.openNet(true); err != nil {
 		return errors.Join(err, s.Close())
 	}
-	f, err := s.net.OpenFile(lockName, unix.O_RDONLY|unix.O_CREAT, 0o600)
-	if err != nil {
+	f, err := s.net.Lock(ctx, lockName, lockWait)
+	switch {
+	case errors.Is(err, statedir.ErrLockTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		return errors.Join(types.Errorf(types.ErrTryAgain, "lease directory lock: %w", err), s.Close())
+	case err != nil:
 		return errors.Join(ioErr("opening lock file", err), s.Close())
-	}
-	if err := flockWait(ctx, f); err != nil {
-		return errors.Join(err, f.Close(), s.Close())
 	}
 	s.lock, s.dirty, s.broken, s.noIndex = f, false, false, false
 	for _, step := range []func() error{s.cleanTemporaries, s.forgetEarlierBoots, s.ensureIndex} {
@@ -41,35 +41,6 @@ func (s *Store) Lock(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// flockWait takes an exclusive flock on f, polling so that it gives up when
-// ctx ends or after lockWait.
-func flockWait(ctx context.Context, f *os.File) error {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(lockWait)
-	}
-	pause := 100 * time.Microsecond
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, unix.EINTR):
-			continue
-		case !errors.Is(err, unix.EWOULDBLOCK):
-			return ioErr("locking "+f.Name(), err)
-		case time.Now().After(deadline):
-			return types.Errorf(types.ErrTryAgain, "lease directory lock %s is held by another process; gave up waiting", f.Name())
-		}
-		select {
-		case <-ctx.Done():
-			return types.Errorf(types.ErrTryAgain, "waiting for lock %s: %w", f.Name(), ctx.Err())
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, 5*time.Millisecond)
-	}
 }
 
 // Commit records that the index matches the lease files after changes.
