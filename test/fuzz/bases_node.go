@@ -3,7 +3,7 @@ package fuzz
 // bridgeNodeOptions is bridge with the keys netavark and Docker users
 // expect (docs/coming-from-netavark-or-docker.md): MTU from the uplink,
 // SNAT to a chosen source per family, default-route metrics, a host-side
-// veth prefix, the bridge removed with its last port.
+// veth prefix, the bridge removed with its last port, the ingress filter.
 func bridgeNodeOptions(p Paths) any {
 	o := bridgeL3(p, "nftables").(*Object).Without("ipMasqBackend").Without("mtu")
 	o.Set("mtuFromUplink", true)
@@ -13,12 +13,15 @@ func bridgeNodeOptions(p Paths) any {
 	o.Set("defaultRouteMetricIPv6", 200)
 	o.Set("hostVethPrefix", "fzv")
 	o.Set("removeEmptyBridge", true)
+	o.Set("ingressFilter", true)
 	return o
 }
 
-// bridgeHostVethName asks for an exact host-side veth name.
+// bridgeHostVethName asks for an exact host-side veth name, with the
+// ingress filter on the iptables backend.
 func bridgeHostVethName(p Paths) any {
 	o := bridgeL3(p, "iptables").(*Object).Without("ipMasqBackend")
+	o.Set("ingressFilter", true)
 	o.Set("args", Obj("cni", Obj("mac", "0a:58:0a:14:00:07", "hostVethName", "fzpod0")))
 	return o
 }

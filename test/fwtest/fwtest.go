@@ -121,6 +121,10 @@ func RuleCases(t testing.TB) []Case {
 		{"isolate_strict_icc_off", BridgeOwner, IsolationRules(func(i *fwapi.Isolation) {
 			i.NoICC, i.Isolate, i.Uplinks = true, fwapi.IsolateStrict, []string{"eth1", "eth0"}
 		})},
+		{"ingress_filter", BridgeOwner, IsolationRules(func(i *fwapi.Isolation) { i.FilterIngress = true })},
+		{"ingress_filter_isolate", BridgeOwner, IsolationRules(func(i *fwapi.Isolation) {
+			i.FilterIngress, i.Isolate = true, fwapi.IsolateOn
+		})},
 	}
 }
 

@@ -16,10 +16,21 @@ func Isolation(o fwapi.Owner, iso *fwapi.Isolation) []nftmodel.Chain {
 	if iso.NoICC {
 		out = append(out, iccChains(o, iso)...)
 	}
+	var shared []nftmodel.Chain
 	if iso.Isolate != "" {
-		out = append(out, isolateChains(o, iso)...)
+		shared = append(shared, isolateChains(o, iso)...)
 	}
-	return out
+	if iso.FilterIngress {
+		shared = append(shared, ingressChain(o, iso))
+	}
+	if len(shared) == 0 {
+		return out
+	}
+	hold := nftmodel.Chain{Table: nftmodel.IsoInet, Name: nftmodel.ChainName(nftmodel.PrefixIsoHold, o)}
+	for _, c := range shared {
+		hold.Rules = append(hold.Rules, nftmodel.Build(nil, nftrule.Jump(c.Name)))
+	}
+	return append(append(out, shared...), hold)
 }
 
 // iccChains drop frames between the owner's port and the port of any other
@@ -49,8 +60,7 @@ func iccChains(o fwapi.Owner, iso *fwapi.Isolation) []nftmodel.Chain {
 	return out
 }
 
-// isolateChains are the network chains of the owner's bridge and the
-// owner's hold on them.
+// isolateChains are the isolate network chains of the owner's bridge.
 func isolateChains(o fwapi.Owner, iso *fwapi.Isolation) []nftmodel.Chain {
 	br := quote(iso.Bridge)
 	fromElem := &nftmodel.Elem{Set: "iso_from", Key: br}
@@ -71,11 +81,18 @@ func isolateChains(o fwapi.Owner, iso *fwapi.Isolation) []nftmodel.Chain {
 	if into != nil {
 		shared = append(shared, *into)
 	}
-	hold := nftmodel.Chain{Table: nftmodel.IsoInet, Name: nftmodel.ChainName(nftmodel.PrefixIsoHold, o)}
-	for _, c := range shared {
-		hold.Rules = append(hold.Rules, nftmodel.Build(nil, nftrule.Jump(c.Name)))
-	}
-	return append(shared, hold)
+	return shared
+}
+
+// ingressChain is the network chain of the ingress filter: what is
+// forwarded into the bridge from any other interface is dropped. The base
+// chain has accepted replies and DNATed connections before (Docker's
+// gateway mode "nat").
+// Equivalent to: oifname "<bridge>" iifname != "<bridge>" drop
+func ingressChain(o fwapi.Owner, iso *fwapi.Isolation) nftmodel.Chain {
+	return nftmodel.Chain{Table: nftmodel.IsoInet, Name: nftmodel.NetChainName(nftmodel.PrefixIngress, o), Rules: []nftmodel.Rule{
+		nftmodel.Build(&nftmodel.Elem{Set: "ingress", Key: quote(iso.Bridge)}, nftrule.IfName(true, iso.Bridge, true), nftrule.Drop),
+	}}
 }
 
 // notAllowed drops what comes in through (iif) or goes out of any

@@ -30,12 +30,15 @@ func IsoBridgeSkeleton() nftmodel.Skeleton {
 
 // IsoInetSkeleton: forwarded packets, replies and port mappings accepted
 // first, then dispatched by destination address (icc) and by the bridge
-// they leave or enter (isolate).
+// they leave or enter (isolate, ingress filter). A node upgraded from a
+// version without the map ingress finds the skeleton not intact and
+// rewrites its base chain in the transaction of the next ADD.
 func IsoInetSkeleton() nftmodel.Skeleton {
 	return nftmodel.Skeleton{
 		Table: nftmodel.IsoInet,
 		Maps: []nftmodel.Map{nftmodel.Maps["icc_addrs4"], nftmodel.Maps["icc_addrs6"],
-			nftmodel.Maps["iso_from"], nftmodel.Maps["iso_to"], nftmodel.Maps["iso_into"]},
+			nftmodel.Maps["iso_from"], nftmodel.Maps["iso_to"], nftmodel.Maps["iso_into"],
+			nftmodel.Maps["ingress"]},
 		Chains: []nftmodel.Base{{
 			Name: "forward",
 			Hook: &nftmodel.Hook{Hook: netfilter.Hook{Type: "filter", Num: 2, Prio: 0},
@@ -47,6 +50,7 @@ func IsoInetSkeleton() nftmodel.Skeleton {
 				nftmodel.Build(nil, daddrVmap(false, "icc_addrs6")),
 				nftmodel.Build(nil, nftrule.VmapOf("iifname", "iso_from", meta(expr.MetaKeyIIFNAME))),
 				nftmodel.Build(nil, nftrule.VmapOf("oifname", "iso_into", meta(expr.MetaKeyOIFNAME))),
+				nftmodel.Build(nil, nftrule.VmapOf("oifname", "ingress", meta(expr.MetaKeyOIFNAME))),
 			},
 		}},
 	}

@@ -78,6 +78,10 @@ type Isolation struct {
 	NoICC     bool
 	Isolate   string   // "", IsolateOn, IsolateStrict
 	Uplinks   []string // the node's default-route interfaces (IsolateStrict)
+	// FilterIngress drops what is forwarded into Bridge from any other
+	// interface (Docker's gateway mode "nat"): from outside the node, a
+	// container is reached only through a port mapping.
+	FilterIngress bool
 }
 
 // Masq masquerades traffic from Addr.IP (the container address) whose

@@ -51,6 +51,7 @@ const (
 	PrefixIsoFrom = "if" // isolate: forwarded from the network's bridge
 	PrefixIsoTo   = "it" // isolate: forwarded to the bridge from another isolated one
 	PrefixIsoInto = "is" // isolate strict: forwarded to the bridge from a non-uplink
+	PrefixIngress = "ig" // ingressFilter: forwarded to the bridge from outside
 )
 
 // commentTag starts the comment of every rule we write.
@@ -135,6 +136,7 @@ func NetChains(o fwapi.Owner) []Chain {
 		{Table: IsoInet, Name: NetChainName(PrefixIsoFrom, o)},
 		{Table: IsoInet, Name: NetChainName(PrefixIsoTo, o)},
 		{Table: IsoInet, Name: NetChainName(PrefixIsoInto, o)},
+		{Table: IsoInet, Name: NetChainName(PrefixIngress, o)},
 	}
 }
 

@@ -63,7 +63,7 @@ func TestParseNFTComment(t *testing.T) {
 	}
 	// Interface keys go bare into comments and come back quoted, in every
 	// map keyed by interface name.
-	for _, set := range []string{"ifaces", "icc_from", "icc_to", "iso_from", "iso_to", "iso_into"} {
+	for _, set := range []string{"ifaces", "icc_from", "icc_to", "iso_from", "iso_to", "iso_into", "ingress"} {
 		r := Rule{Text: "drop", Elem: &Elem{Set: set, Key: `"cni0"`}}
 		if _, el, ok := ParseComment(r.Comment()); !ok || el == nil || *el != *r.Elem {
 			t.Errorf("ParseComment(%q) = %v, %v, want %v", r.Comment(), el, ok, *r.Elem)

@@ -45,6 +45,7 @@ var Maps = map[string]Map{
 	"iso_from":     {"iso_from", []string{"ifname"}},
 	"iso_to":       {"iso_to", []string{"ifname"}},
 	"iso_into":     {"iso_into", []string{"ifname"}},
+	"ingress":      {"ingress", []string{"ifname"}},
 }
 
 var typeNames = map[string][2]string{

@@ -37,6 +37,9 @@ type NetConf struct {
 	// validateIsolation into noICC and isolateMode.
 	ICC     json.RawMessage `json:"icc,omitempty"`
 	Isolate json.RawMessage `json:"isolate,omitempty"`
+	// IngressFilter (bool) is decoded by validateIsolation into
+	// filterIngress.
+	IngressFilter json.RawMessage `json:"ingressFilter,omitempty"`
 
 	nodeOptions
 
@@ -58,8 +61,9 @@ type NetConf struct {
 	// mac is the container MAC chosen from CNI_ARGS, args and runtimeConfig.
 	mac net.HardwareAddr
 	// noICC is icc false; isolateMode is "", "true" or "strict".
-	noICC       bool
-	isolateMode string
+	noICC         bool
+	isolateMode   string
+	filterIngress bool
 }
 
 // TrunkEntry is one element of vlanTrunk: a single id or a minID..maxID range.

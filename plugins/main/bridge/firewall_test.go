@@ -38,6 +38,7 @@ func TestFirewallRulesGolden(t *testing.T) {
 		"spoofcheck":  `{"cniVersion":"1.0.0","name":"l3net","macspoofchk":true,"ipam":{"type":"host-local"}}`,
 		"both":        `{"cniVersion":"1.0.0","name":"l3net","ipMasq":true,"macspoofchk":true,"ipam":{"type":"host-local"}}`,
 		"icc_isolate": `{"cniVersion":"1.0.0","name":"l3net","ipMasq":true,"icc":false,"isolate":true,"ipam":{"type":"host-local"}}`,
+		"ingress":     `{"cniVersion":"1.0.0","name":"l3net","ipMasq":true,"ingressFilter":true,"ipam":{"type":"host-local"}}`,
 	}
 	for name, conf := range confs {
 		for _, kind := range []string{firewall.KindNFTables, firewall.KindIPTables} {

@@ -14,19 +14,23 @@ import (
 	"cnisuite/pkg/types"
 )
 
-// The keys icc and isolate: decoded by hand, so that a wrong type is an
-// invalid configuration (code 7) reported with every other problem, not a
-// decoding failure.
+// The keys icc, isolate and ingressFilter: decoded by hand, so that a
+// wrong type is an invalid configuration (code 7) reported with every
+// other problem, not a decoding failure.
 
-// validateIsolation decodes icc and isolate into noICC and isolateMode.
+// validateIsolation decodes icc, isolate and ingressFilter into noICC,
+// isolateMode and filterIngress.
 func (c *NetConf) validateIsolation() error {
 	var errs []error
 	if len(c.ICC) > 0 {
-		var on bool
-		if bytes.Equal(c.ICC, []byte("null")) || json.Unmarshal(c.ICC, &on) != nil {
-			errs = append(errs, types.Errorf(types.ErrInvalidConfig, "icc %s: must be true or false", c.ICC))
-		}
+		on, err := decodeBool("icc", c.ICC)
+		errs = append(errs, err)
 		c.noICC = !on
+	}
+	if len(c.IngressFilter) > 0 {
+		on, err := decodeBool("ingressFilter", c.IngressFilter)
+		errs = append(errs, err)
+		c.filterIngress = on
 	}
 	switch string(c.Isolate) {
 	case "", "false":
@@ -40,12 +44,23 @@ func (c *NetConf) validateIsolation() error {
 	return errors.Join(errs...)
 }
 
+// decodeBool decodes the value of key, true or false (null refused).
+func decodeBool(key string, raw json.RawMessage) (bool, error) {
+	var on bool
+	if bytes.Equal(raw, []byte("null")) || json.Unmarshal(raw, &on) != nil {
+		return false, types.Errorf(types.ErrInvalidConfig, "%s %s: must be true or false", key, raw)
+	}
+	return on, nil
+}
+
 // isolates reports whether the configuration asks for isolation rules.
-func (c *NetConf) isolates() bool { return c.noICC || c.isolateMode != "" }
+func (c *NetConf) isolates() bool { return c.noICC || c.isolateMode != "" || c.filterIngress }
 
 // mayHaveIsolated reports, for DEL and GC, which read the configuration
 // without validating it, whether an ADD may have written isolation rules.
-func (c *NetConf) mayHaveIsolated() bool { return len(c.ICC) > 0 || len(c.Isolate) > 0 }
+func (c *NetConf) mayHaveIsolated() bool {
+	return len(c.ICC) > 0 || len(c.Isolate) > 0 || len(c.IngressFilter) > 0
+}
 
 // l3Iface is the host interface the network's traffic is routed through:
 // the bridge, or its VLAN gateway interface.
@@ -63,10 +78,11 @@ func (at *attach) desiredIsolation() (*firewall.Isolation, error) {
 		return nil, types.Errorf(types.ErrInvalidConfig, "icc/isolate: result lists no host interface")
 	}
 	iso := &firewall.Isolation{
-		Bridge:    at.conf.l3Iface(),
-		HostIface: at.res.Interfaces[ifHost].Name,
-		NoICC:     at.conf.noICC,
-		Isolate:   at.conf.isolateMode,
+		Bridge:        at.conf.l3Iface(),
+		HostIface:     at.res.Interfaces[ifHost].Name,
+		NoICC:         at.conf.noICC,
+		Isolate:       at.conf.isolateMode,
+		FilterIngress: at.conf.filterIngress,
 	}
 	for _, ip := range at.res.IPs {
 		iso.IPs = append(iso.IPs, ip.Address.IP)

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/firewall/nftmodel"
+)
+
+// TestIngressFilter: with "ingressFilter": true, a "LAN" namespace that
+// routes the pod subnet to the node reaches no port of a container
+// directly, IPv4 and IPv6, while the container's published port answers
+// it through the node's address, the container's own connections to the
+// LAN get their replies, and the node and the container's neighbours on
+// the bridge still reach it (br_netfilter on, so that bridged frames meet
+// the forward hook too). The same LAN reaches a container of a network
+// without the key, so the refusal is the filter's doing. Every backend,
+// and the configuration without a backend key; the network's chain goes
+// with its last DEL.
+func TestIngressFilter(t *testing.T) {
+	for k, backend := range []string{"", firewall.KindNFTables, firewall.KindIPTables} {
+		t.Run("backend="+backend, func(t *testing.T) {
+			setBrNetfilter(t, true)
+			lan := peerLink(t, "up0", upNode4, upNode6, upPeer4, upPeer6, true)
+			extra := ""
+			if backend != "" {
+				extra = `"ipMasqBackend":"` + backend + `",`
+			}
+			sub4 := func(i int) string { return fmt.Sprintf("10.94.%d.0/24", 10*k+i) }
+			sub6 := func(i int) string { return fmt.Sprintf("fd94:%d::/64", 10*k+i) }
+			f := isoNet(t, fmt.Sprintf("ingf%d", k), `"ingressFilter":true,`+extra, sub4(1), sub6(1))
+			o := isoNet(t, fmt.Sprintf("ingo%d", k), extra, sub4(2), sub6(2))
+			for i := 1; i <= 2; i++ {
+				run(t, lan, "ip", "route", "add", sub4(i), "via", upNode4.String())
+				run(t, lan, "ip", "-6", "route", "add", sub6(i), "via", upNode6.String())
+			}
+			f1, f2 := f.addMapped("ing-f1", 18100, 8100), f.addMapped("ing-f2", 18101, 8101)
+			o1 := o.addMapped("ing-o1", 18102, 8102)
+			for _, fam := range []int{4, 6} {
+				node, peer := upNode4, upPeer4
+				if fam == 6 {
+					node, peer = upNode6, upPeer6
+				}
+				runProbes(t, []probe{
+					{"LAN → filtered container", func() error { return tcp(lan, f1.ns, f1.addr(fam), 0, blockedWait) }},
+					{"LAN → filtered container's published port, directly", func() error {
+						return tcp(lan, f1.ns, f1.addr(fam), 8100, blockedWait)
+					}},
+				}, false)
+				wantConnect(t, "LAN → container without the filter", tcp(lan, o1.ns, o1.addr(fam), 0, 10*time.Second))
+				wantConnect(t, "LAN → published port on the node", dialMapped(lan, f1, fam, 8100, node, 18100))
+				wantConnect(t, "container → LAN", tcp(f1.ns, lan, peer, 0, 10*time.Second))
+				wantConnect(t, "node → container", tcp(nil, f1.ns, f1.addr(fam), 0, 10*time.Second))
+				wantConnect(t, "neighbour → container", tcp(f2.ns, f1.ns, f1.addr(fam), 0, 10*time.Second))
+			}
+			if err := f.check(f1); err != nil {
+				t.Errorf("CHECK: %v", err)
+			}
+			chain := nftmodel.NetChainName(nftmodel.PrefixIngress, firewall.Owner{Plugin: firewall.PluginBridge, Network: "net-" + f.bridge})
+			f.del(f1)
+			wantBlocked(t, "LAN → f2 after f1 left", tcp(lan, f2.ns, f2.addr(4), 0, blockedWait))
+			f.del(f2)
+			if rs := ruleset(t); strings.Contains(rs, chain) {
+				t.Errorf("chain %s left after the network's last DEL:\n%s", chain, rs)
+			}
+		})
+	}
+}
