@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/ns"
+	"cnisuite/test/fuzz"
 	"cnisuite/test/sandbox"
 )
 
@@ -92,6 +93,13 @@ func TestMTUFromUplink(t *testing.T) {
 				if iface.Mtu != mtu {
 					t.Errorf("result interface %d (%s) mtu = %d, want %d", i, iface.Name, iface.Mtu, mtu)
 				}
+			}
+			// The result, encoded again as the plugin prints it, against the
+			// result schema.
+			if raw, err := c.res.Encode("1.1.0"); err != nil {
+				t.Error(err)
+			} else if err := fuzz.ValidateResult(raw, "1.1.0"); err != nil {
+				t.Errorf("result %s: %v", raw, err)
 			}
 			if got := hostLink(t, br).Attrs().MTU; got != mtu {
 				t.Errorf("bridge MTU = %d, want %d", got, mtu)
