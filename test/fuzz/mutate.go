@@ -1,6 +1,7 @@
 package fuzz
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -195,7 +196,7 @@ func mutInterfaceIndex(r *rand.Rand, root *any) string {
 		return "no ips"
 	}
 	o := ips[r.IntN(len(ips))]
-	v := []any{-1, 3, 4, 99, int64(2147483648), "2", 1.5, nil, json9}[r.IntN(9)]
+	v := []any{-1, 3, 4, 99, json.Number("2147483648"), "2", 1.5, nil, json9}[r.IntN(9)]
 	o.Set("interface", v)
 	return fmt.Sprintf("an ips element's interface = %s", short(norm(v)))
 }
