@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 
 	"github.com/vishvananda/netlink"
 
 	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/link"
+	"cnisuite/pkg/macaddr"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
 )
@@ -72,7 +72,7 @@ func (at *attach) checkBridge(context.Context) error {
 	if err != nil {
 		return missing("bridge %q: %w", c.BrName, err)
 	}
-	if want.Mac != "" && !sameMAC(want.Mac, br.HardwareAddr) {
+	if want.Mac != "" && !macaddr.Same(want.Mac, br.HardwareAddr) {
 		return fmt.Errorf("bridge %q: MAC %s, prevResult says %s", c.BrName, br.HardwareAddr, want.Mac)
 	}
 	if want.Mtu != 0 && br.MTU != want.Mtu {
@@ -101,7 +101,7 @@ func (at *attach) checkVeth(context.Context) error {
 	if !ok {
 		return fmt.Errorf("container interface %q: a %s, not a veth", a.IfName, l.Type())
 	}
-	if want.Mac != "" && !sameMAC(want.Mac, l.Attrs().HardwareAddr) {
+	if want.Mac != "" && !macaddr.Same(want.Mac, l.Attrs().HardwareAddr) {
 		return fmt.Errorf("container interface %q: MAC %s, prevResult says %s", a.IfName, l.Attrs().HardwareAddr, want.Mac)
 	}
 	if want.Mtu != 0 && l.Attrs().MTU != want.Mtu {
@@ -199,9 +199,4 @@ func (at *attach) checkRules(ctx context.Context) error {
 		return fmt.Errorf("ipMasq/macspoofchk rules: %w", err)
 	}
 	return nil
-}
-
-func sameMAC(s string, mac net.HardwareAddr) bool {
-	m, err := net.ParseMAC(s)
-	return err == nil && m.String() == mac.String()
 }

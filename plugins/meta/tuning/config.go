@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"cnisuite/pkg/macaddr"
 	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/types"
 )
@@ -163,7 +164,8 @@ func (c *Config) Validate(ifName string) error {
 		errs = append(errs, c.validateSysctls(ifName))
 	}
 	if c.MAC != "" {
-		errs = append(errs, validateMAC(c.MAC))
+		_, err := macaddr.ParseUnicast("mac", c.MAC)
+		errs = append(errs, err)
 	}
 	if c.MTU < 0 {
 		errs = append(errs, types.Errorf(types.ErrInvalidConfig, "mtu %d: must not be negative", c.MTU))
@@ -189,20 +191,6 @@ func (c *Config) validateSysctls(ifName string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func validateMAC(s string) error {
-	mac, err := net.ParseMAC(s)
-	if err != nil {
-		return types.Errorf(types.ErrInvalidConfig, "mac %q: %w", s, err)
-	}
-	if len(mac) != 6 {
-		return types.Errorf(types.ErrInvalidConfig, "mac %q: want a 6-byte Ethernet address", s)
-	}
-	if mac[0]&1 != 0 {
-		return types.Errorf(types.ErrInvalidConfig, "mac %q: a multicast address cannot be an interface address", s)
-	}
-	return nil
 }
 
 // Setting is one resolved sysctl: its path relative to /proc/sys and value.

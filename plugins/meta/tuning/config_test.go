@@ -111,7 +111,7 @@ func TestValidate(t *testing.T) {
 		{"ifname with slash", `{` + confHead + `}`, "a/b", []string{`CNI_IFNAME "a/b"`}},
 		{"ifname dot-dot", `{` + confHead + `,"sysctl":{"net.ipv4.conf.IFNAME.rp_filter":"1"}}`, "..", []string{`CNI_IFNAME ".."`}},
 		{"bad mac", `{` + confHead + `,"mac":"zz:00"}`, "eth0", []string{`mac "zz:00"`}},
-		{"long mac", `{` + confHead + `,"mac":"00:00:00:00:fe:80:00:00"}`, "eth0", []string{`want a 6-byte`}},
+		{"long mac", `{` + confHead + `,"mac":"00:00:00:00:fe:80:00:00"}`, "eth0", []string{`not a 6-byte`}},
 		{"multicast mac", `{` + confHead + `,"mac":"01:00:5e:00:00:01"}`, "eth0", []string{`multicast`}},
 		{"negative mtu", `{` + confHead + `,"mtu":-1}`, "eth0", []string{`mtu -1`}},
 		{"negative txQLen", `{` + confHead + `,"txQLen":-5}`, "eth0", []string{`txQLen -5`}},
