@@ -2,6 +2,7 @@ package link
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -85,4 +86,38 @@ func VRFTable(h *netlink.Handle, name string) int {
 		return int(vrf.Table)
 	}
 	return 0
+}
+
+// DefaultRouteLinkNames returns the names of the interfaces the node's
+// default routes leave through, both families, in the main table, every
+// next hop of a multipath route counting, sorted and without duplicates.
+//
+// Equivalent to: ip route show default; ip -6 route show default
+func DefaultRouteLinkNames(h *netlink.Handle) ([]string, error) {
+	h = orDefault(h)
+	seen := map[int]bool{}
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		routes, err := RouteListFiltered(h, family, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			return nil, fmt.Errorf("listing routes: %w", err)
+		}
+		for _, r := range routes {
+			if !isDefault(r) {
+				continue
+			}
+			for _, index := range routeLinks(r) {
+				seen[index] = true
+			}
+		}
+	}
+	var out []string
+	for index := range seen {
+		l, err := h.LinkByIndex(index)
+		if err != nil {
+			return nil, fmt.Errorf("reading uplink %d: %w", index, err)
+		}
+		out = append(out, l.Attrs().Name)
+	}
+	sort.Strings(out)
+	return out, nil
 }

@@ -72,3 +72,40 @@ func SortedVlanIDs(ids []int) []int {
 func VlanGatewayName(bridge string, vlan int) string {
 	return fmt.Sprintf("%s.%d", bridge, vlan)
 }
+
+// Check compares a port's VLANs got (as PortVlans reads them) with the
+// plan: every planned VLAN with its PVID and untagged flags and, when the
+// plan flushes (the existing VLANs are not preserved), nothing more. name
+// is the port's, for the messages.
+func (p VlanPlan) Check(name string, got []VlanEntry) error {
+	have := make(map[uint16]VlanEntry, len(got))
+	for _, v := range got {
+		have[v.VID] = v
+	}
+	for _, want := range p.Entries {
+		if v, ok := have[want.VID]; !ok || v != want {
+			return fmt.Errorf("port %q: VLAN %d is %s, want %s", name, want.VID, vlanString(v, ok), vlanString(want, true))
+		}
+		delete(have, want.VID)
+	}
+	for _, v := range got {
+		if _, extra := have[v.VID]; extra && p.Flush {
+			return fmt.Errorf("port %q: VLAN %d is not configured (preserveDefaultVlan is false)", name, v.VID)
+		}
+	}
+	return nil
+}
+
+func vlanString(v VlanEntry, ok bool) string {
+	if !ok {
+		return "missing"
+	}
+	s := "tagged"
+	if v.Untagged {
+		s = "untagged"
+	}
+	if v.PVID {
+		s = "PVID " + s
+	}
+	return s
+}

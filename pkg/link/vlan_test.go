@@ -40,3 +40,27 @@ func TestSortedVlanIDs(t *testing.T) {
 		t.Errorf("SortedVlanIDs = %v, want %v", got, want)
 	}
 }
+
+func TestVlanPlanCheck(t *testing.T) {
+	plan := PlanPortVlans(10, []int{20}, false) // flushes: VLAN 1 must be gone
+	good := []VlanEntry{{VID: 10, PVID: true, Untagged: true}, {VID: 20}}
+	tests := []struct {
+		name string
+		got  []VlanEntry
+		want string // "" = no error
+	}{
+		{"as planned", good, ""},
+		{"access tagged", []VlanEntry{{VID: 10, PVID: true}, {VID: 20}}, `port "veth0": VLAN 10 is PVID tagged, want PVID untagged`},
+		{"trunk missing", good[:1], `port "veth0": VLAN 20 is missing, want tagged`},
+		{"default left", append([]VlanEntry{{VID: 1, PVID: true, Untagged: true}}, good...), `port "veth0": VLAN 1 is not configured (preserveDefaultVlan is false)`},
+	}
+	for _, tt := range tests {
+		err := plan.Check("veth0", tt.got)
+		if (err == nil) != (tt.want == "") || (err != nil && err.Error() != tt.want) {
+			t.Errorf("Check/%s = %v, want %q", tt.name, err, tt.want)
+		}
+	}
+	if err := PlanPortVlans(10, nil, true).Check("veth0", append(good, VlanEntry{VID: 1})); err != nil {
+		t.Errorf("Check with preserveDefaultVlan = %v, want extra VLANs accepted", err)
+	}
+}

@@ -213,3 +213,21 @@ func TestGCAttachments(t *testing.T) {
 		t.Fatalf("GCAttachments = %v, want %v", got, want)
 	}
 }
+
+func TestDefaultRoutes(t *testing.T) {
+	_, v4, _ := net.ParseCIDR("10.1.0.5/24")
+	_, v6, _ := net.ParseCIDR("fd00::5/64")
+	r := &Result{IPs: []*IPConfig{
+		{Address: *v4, Gateway: net.ParseIP("10.1.0.1")},
+		{Address: *v6, Gateway: net.ParseIP("fd00::1")},
+	}}
+	metric := func(family int) int { return family * 100 }
+	got := r.DefaultRoutes(metric)
+	if len(got) != 2 || got[0].Dst.String() != "0.0.0.0/0" || got[0].Priority != 400 || got[1].Dst.String() != "::/0" || !got[1].GW.Equal(net.ParseIP("fd00::1")) || got[1].Priority != 600 {
+		t.Errorf("DefaultRoutes = %v, want 0.0.0.0/0 via 10.1.0.1 metric 400 and ::/0 via fd00::1 metric 600", got)
+	}
+	r.Routes = []*Route{{Dst: net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}, GW: net.ParseIP("10.1.0.254")}}
+	if got := r.DefaultRoutes(metric); len(got) != 1 || got[0].Dst.String() != "::/0" {
+		t.Errorf("DefaultRoutes with an IPv4 default route = %v, want only ::/0", got)
+	}
+}

@@ -99,3 +99,29 @@ func (r *Result) Copy() *Result {
 	}
 	return out
 }
+
+// DefaultRoutes returns a default route via the first gateway of each
+// family of r's addresses that has no default route with a gateway yet,
+// with the family's metric (family 4 or 6).
+func (r *Result) DefaultRoutes(metric func(family int) int) []*Route {
+	has := map[int]bool{}
+	for _, rt := range r.Routes {
+		if ones, _ := rt.Dst.Mask.Size(); ones == 0 && rt.GW != nil {
+			has[family(rt.Dst.IP)] = true
+		}
+	}
+	var out []*Route
+	for _, ip := range r.IPs {
+		fam := family(ip.Address.IP)
+		if ip.Gateway == nil || has[fam] {
+			continue
+		}
+		has[fam] = true
+		dst := net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}
+		if fam == 6 {
+			dst = net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}
+		}
+		out = append(out, &Route{Dst: dst, GW: ip.Gateway, Priority: metric(fam)})
+	}
+	return out
+}

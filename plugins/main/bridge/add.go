@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 
+	"cnisuite/pkg/concurrent"
 	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/ipmath"
 	"cnisuite/pkg/link"
@@ -51,7 +51,7 @@ var ipamNeedsNoInterface = map[string]bool{"host-local": true, "static": true, "
 // when the IPAM plugin does not need the interface, else one after the other.
 func (at *attach) linksAndIPAM(ipam, links func() error) error {
 	if ipamNeedsNoInterface[at.conf.IPAM.Type] {
-		return firstError(concurrently(ipam, links))
+		return concurrent.First(concurrent.Run(ipam, links))
 	}
 	if err := links(); err != nil {
 		return err
@@ -95,10 +95,10 @@ func (at *attach) add(ctx context.Context) (*types.Result, error) {
 			at.timed("enableGateway", at.enableGateway), at.timed("waitPort", at.waitPort))
 	}
 	firewall := func() error {
-		defer at.tm.step("firewall")()
+		defer at.tm.Step("firewall")()
 		return at.installRules(ctx, rules)
 	}
-	if err := firstError(concurrently(container, firewall)); err != nil {
+	if err := concurrent.First(concurrent.Run(container, firewall)); err != nil {
 		return nil, err
 	}
 	return at.res, at.timed("finishResult", at.finishResult)(ctx)
@@ -108,15 +108,6 @@ func (at *attach) add(ctx context.Context) (*types.Result, error) {
 func (at *attach) sequence(ctx context.Context, steps ...func(context.Context) error) error {
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func firstError(errs []error) error {
-	for _, err := range errs {
-		if err != nil {
 			return err
 		}
 	}
@@ -148,34 +139,9 @@ func (at *attach) runIPAM(ctx context.Context) error {
 		}
 	}
 	if conf.IsDefaultGW {
-		at.res.Routes = append(at.res.Routes, defaultRoutes(at.res, conf.metric)...)
+		at.res.Routes = append(at.res.Routes, at.res.DefaultRoutes(conf.metric)...)
 	}
 	return nil
-}
-
-// defaultRoutes returns a default route via the first gateway of each family
-// that has none with a gateway yet, with the family's metric.
-func defaultRoutes(res *types.Result, metric func(family int) int) []*types.Route {
-	has := map[int]bool{}
-	for _, r := range res.Routes {
-		if ones, _ := r.Dst.Mask.Size(); ones == 0 && r.GW != nil {
-			has[link.Family(r.Dst.IP)] = true
-		}
-	}
-	var out []*types.Route
-	for _, ip := range res.IPs {
-		fam := link.Family(ip.Address.IP)
-		if ip.Gateway == nil || has[fam] {
-			continue
-		}
-		has[fam] = true
-		dst, version := net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}, 4
-		if fam != link.Family(net.IPv4zero.To4()) {
-			dst, version = net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}, 6
-		}
-		out = append(out, &types.Route{Dst: dst, GW: ip.Gateway, Priority: metric(version)})
-	}
-	return out
 }
 
 // ensureBridge creates or adopts the bridge and pins its MAC.

@@ -121,34 +121,14 @@ func (at *attach) enableGateway(context.Context) error {
 // `sysctl --system` keeps it on (pkg/sysctlkeep); DEL and a failed ADD
 // let go.
 func (at *attach) keepForwarding(v4, v6 bool) error {
-	holder := at.sysctlHolder()
-	for _, k := range []struct {
-		on  bool
-		key string
-	}{{v4, "net/ipv4/ip_forward"}, {v6, "net/ipv6/conf/all/forwarding"}} {
-		if !k.on {
-			continue
-		}
-		at.undo.Push("sysctl hold "+k.key, func() error { return sysctlkeep.Keeper{}.Release(holder) })
-		if err := (sysctlkeep.Keeper{}).Hold(k.key, "1", holder); err != nil {
-			return types.Errorf(types.ErrIO, "isGateway: %w", err)
-		}
+	if err := (sysctlkeep.Keeper{}).HoldForwarding(v4, v6, at.sysctlHolder(), &at.undo); err != nil {
+		return types.Errorf(types.ErrIO, "isGateway: %w", err)
 	}
 	return nil
 }
 
 func (at *attach) sysctlHolder() string {
 	return sysctlkeep.Holder("bridge", at.conf.Name, at.args.ContainerID, at.args.IfName)
-}
-
-// firewall installs the masquerade and spoof-check rules of the attachment
-// in one transaction per family.
-func (at *attach) firewall(ctx context.Context) error {
-	r, err := at.desiredRules()
-	if err != nil {
-		return err
-	}
-	return at.installRules(ctx, r)
 }
 
 // installRules installs the rules r, computed beforehand so that it reads

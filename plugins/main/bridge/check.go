@@ -6,6 +6,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"cnisuite/pkg/concurrent"
 	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/macaddr"
@@ -45,7 +46,7 @@ func (p *plugin) cmdCheck(ctx context.Context, a *skel.CmdArgs) error {
 		at.res = prev
 		return at.sequence(ctx, at.checkBridge, at.checkVeth, at.checkVlans, at.checkContainer, at.checkRules)
 	}
-	return firstError(concurrently(ipam, local))
+	return concurrent.First(concurrent.Run(ipam, local))
 }
 
 func missing(format string, a ...any) error {
@@ -141,37 +142,7 @@ func (at *attach) checkVlans(context.Context) error {
 	if err != nil {
 		return err
 	}
-	name := at.hostLink.Attrs().Name
-	have := make(map[uint16]link.VlanEntry, len(got))
-	for _, v := range got {
-		have[v.VID] = v
-	}
-	for _, want := range plan.Entries {
-		if v, ok := have[want.VID]; !ok || v != want {
-			return fmt.Errorf("port %q: VLAN %d is %s, want %s", name, want.VID, vlanString(v, ok), vlanString(want, true))
-		}
-		delete(have, want.VID)
-	}
-	for _, v := range got {
-		if _, extra := have[v.VID]; extra && plan.Flush {
-			return fmt.Errorf("port %q: VLAN %d is not configured (preserveDefaultVlan is false)", name, v.VID)
-		}
-	}
-	return nil
-}
-
-func vlanString(v link.VlanEntry, ok bool) string {
-	if !ok {
-		return "missing"
-	}
-	s := "tagged"
-	if v.Untagged {
-		s = "untagged"
-	}
-	if v.PVID {
-		s = "PVID " + s
-	}
-	return s
+	return plan.Check(at.hostLink.Attrs().Name, got)
 }
 
 func (at *attach) checkContainer(context.Context) error {

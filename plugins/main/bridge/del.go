@@ -8,6 +8,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"cnisuite/pkg/concurrent"
 	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/skel"
@@ -41,14 +42,14 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 		if !conf.hasIPAM() {
 			return nil
 		}
-		defer at.tm.step("ipam")()
+		defer at.tm.Step("ipam")()
 		if err := invoke.DelegateDel(ctx, a, conf.IPAM.Type, a.StdinData); err != nil {
 			return fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err)
 		}
 		return nil
 	}
 	rules := func() error {
-		defer at.tm.step("removeRules")()
+		defer at.tm.Step("removeRules")()
 		return at.removeRules(ctx)
 	}
 	sysctls := func() error {
@@ -57,7 +58,7 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 		}
 		return sysctlkeep.Keeper{}.Release(at.sysctlHolder())
 	}
-	if err := errors.Join(concurrently(at.removeVeth, ipam, rules, sysctls)...); err != nil {
+	if err := errors.Join(concurrent.Run(at.removeVeth, ipam, rules, sysctls)...); err != nil {
 		return err
 	}
 	return at.removeBridgeIfEmpty(ctx)
@@ -93,7 +94,7 @@ func loadDelConf(data []byte, stderr io.Writer) (*NetConf, error) {
 // deleteHostPort): prevResult may be stale or forged, and names only a
 // candidate.
 func (at *attach) removeVeth() error {
-	defer at.tm.step("removeVeth")()
+	defer at.tm.Step("removeVeth")()
 	a := at.args
 	if at.netns != nil {
 		if err := at.deleteContainerEnd(); err != nil {
@@ -121,7 +122,7 @@ func (at *attach) deleteContainerEnd() error {
 		return fmt.Errorf("looking up %q: %w", at.args.IfName, err)
 	}
 	if veth, ok := l.(*netlink.Veth); ok {
-		if done, err := at.del.DeleteDetached(at.host, at.cont, at.netns, veth, at.tm.step); done {
+		if done, err := at.del.DeleteDetached(at.host, at.cont, at.netns, veth, at.tm.Step); done {
 			return err
 		}
 	}
@@ -141,40 +142,9 @@ func (at *attach) prevHostVeth() string {
 }
 
 // deleteHostPort deletes the host veth name when it is a port of the
-// configured bridge and this attachment's: named by our deterministic
-// name for it (byOurName), or with its peer in the attachment's netns.
-// Anything else is left alone: another pod's port is not ours to delete
-// because an input named it.
+// configured bridge and this attachment's (pkg/vethdel).
 func (at *attach) deleteHostPort(name string, byOurName bool) error {
-	l, err := at.host.LinkByName(name)
-	if err != nil {
-		if link.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("looking up host veth %q: %w", name, err)
-	}
-	if _, ok := l.(*netlink.Veth); !ok || l.Attrs().MasterIndex == 0 {
-		return nil
-	}
-	br, err := at.host.LinkByIndex(l.Attrs().MasterIndex)
-	if err != nil || br.Attrs().Name != at.conf.BrName {
-		return nil // not a port of our bridge: not ours to delete
-	}
-	if !byOurName && !at.peerInNetns(l) {
-		return nil
-	}
-	return link.DeleteLink(at.host, name)
-}
-
-// peerInNetns reports whether the veth l's peer lives in the attachment's
-// netns: the namespace ID the host gives l's link-netns is the one it gives
-// CNI_NETNS. Without a netns (it is gone), no peer can be proven there.
-func (at *attach) peerInNetns(l netlink.Link) bool {
-	if at.netns == nil || l.Attrs().NetNsID < 0 {
-		return false
-	}
-	id, err := at.host.GetNetNsIdByFd(int(at.netns.Fd()))
-	return err == nil && id >= 0 && id == l.Attrs().NetNsID
+	return vethdel.DeleteHostPort(at.host, name, at.conf.BrName, byOurName, at.netns)
 }
 
 // removeRules removes this attachment's masquerade and spoof-check rules,

@@ -59,7 +59,7 @@ func (at *attach) removeBridgeIfEmpty(ctx context.Context) error {
 	if !at.conf.RemoveEmptyBridge || at.conf.BrName == "" {
 		return nil
 	}
-	defer at.tm.step("removeEmptyBridge")()
+	defer at.tm.Step("removeEmptyBridge")()
 	release, err := at.lockBridge(ctx)
 	if err != nil {
 		return err

@@ -46,7 +46,7 @@ func TestFirewallRulesGolden(t *testing.T) {
 				fw := firewall.NewFake(kind)
 				at := fakeAttach(t, conf, fw)
 				ctx := context.Background()
-				if err := at.firewall(ctx); err != nil {
+				if err := installDesired(at, ctx); err != nil {
 					t.Fatalf("firewall() = %v", err)
 				}
 				golden.Check(t, name+"."+kind, fw.Dump())
@@ -70,7 +70,7 @@ func TestFirewallRulesGolden(t *testing.T) {
 func TestFirewallUndoOnFailedAdd(t *testing.T) {
 	fw := firewall.NewFake(firewall.KindNFTables)
 	at := fakeAttach(t, `{"cniVersion":"1.0.0","name":"n","ipMasq":true,"ipam":{"type":"host-local"}}`, fw)
-	if err := at.firewall(context.Background()); err != nil {
+	if err := installDesired(at, context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := at.undo.Run(); err != nil {
@@ -85,7 +85,7 @@ func TestFirewallNotAskedFor(t *testing.T) {
 	fw := firewall.NewFake(firewall.KindNFTables)
 	at := fakeAttach(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"type":"host-local"}}`, fw)
 	ctx := context.Background()
-	if err := errorsJoin(at.firewall(ctx), at.removeRules(ctx), at.checkRules(ctx)); err != nil {
+	if err := errorsJoin(installDesired(at, ctx), at.removeRules(ctx), at.checkRules(ctx)); err != nil {
 		t.Fatal(err)
 	}
 	if calls := fw.Calls(); len(calls) != 0 {
@@ -100,4 +100,14 @@ func errorsJoin(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// installDesired installs the rules the attachment's configuration and
+// result ask for, as ADD's firewall step does.
+func installDesired(at *attach, ctx context.Context) error {
+	r, err := at.desiredRules()
+	if err != nil {
+		return err
+	}
+	return at.installRules(ctx, r)
 }

@@ -1,56 +1,18 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"sort"
-
-	"github.com/vishvananda/netlink"
-
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/types"
 )
 
-// The keys icc, isolate and ingressFilter: decoded by hand, so that a
-// wrong type is an invalid configuration (code 7) reported with every
-// other problem, not a decoding failure.
-
 // validateIsolation decodes icc, isolate and ingressFilter into noICC,
-// isolateMode and filterIngress.
+// isolateMode and filterIngress (firewall.ParseIsolation).
 func (c *NetConf) validateIsolation() error {
-	var errs []error
-	if len(c.ICC) > 0 {
-		on, err := decodeBool("icc", c.ICC)
-		errs = append(errs, err)
-		c.noICC = !on
-	}
-	if len(c.IngressFilter) > 0 {
-		on, err := decodeBool("ingressFilter", c.IngressFilter)
-		errs = append(errs, err)
-		c.filterIngress = on
-	}
-	switch string(c.Isolate) {
-	case "", "false":
-	case "true":
-		c.isolateMode = firewall.IsolateOn
-	case `"strict"`:
-		c.isolateMode = firewall.IsolateStrict
-	default:
-		errs = append(errs, types.Errorf(types.ErrInvalidConfig, `isolate %s: must be false, true or "strict"`, c.Isolate))
-	}
-	return errors.Join(errs...)
-}
-
-// decodeBool decodes the value of key, true or false (null refused).
-func decodeBool(key string, raw json.RawMessage) (bool, error) {
-	var on bool
-	if bytes.Equal(raw, []byte("null")) || json.Unmarshal(raw, &on) != nil {
-		return false, types.Errorf(types.ErrInvalidConfig, "%s %s: must be true or false", key, raw)
-	}
-	return on, nil
+	var iso firewall.Isolation
+	err := firewall.ParseIsolation(firewall.IsolationKeys{ICC: c.ICC, Isolate: c.Isolate, IngressFilter: c.IngressFilter}, &iso)
+	c.noICC, c.isolateMode, c.filterIngress = iso.NoICC, iso.Isolate, iso.FilterIngress
+	return err
 }
 
 // isolates reports whether the configuration asks for isolation rules.
@@ -88,48 +50,11 @@ func (at *attach) desiredIsolation() (*firewall.Isolation, error) {
 		iso.IPs = append(iso.IPs, ip.Address.IP)
 	}
 	if iso.Isolate == firewall.IsolateStrict {
-		up, err := uplinks(at.host)
+		up, err := link.DefaultRouteLinkNames(at.host)
 		if err != nil {
 			return nil, err
 		}
 		iso.Uplinks = up
 	}
 	return iso, nil
-}
-
-// uplinks returns the names of the interfaces of the node's default
-// routes, both families, sorted.
-// Equivalent to: ip route show default; ip -6 route show default
-func uplinks(h *netlink.Handle) ([]string, error) {
-	seen := map[int]bool{}
-	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		routes, err := link.RouteListFiltered(h, family, &netlink.Route{Table: 254}, netlink.RT_FILTER_TABLE)
-		if err != nil {
-			return nil, fmt.Errorf("listing routes: %w", err)
-		}
-		for _, r := range routes {
-			if r.Dst != nil {
-				if ones, _ := r.Dst.Mask.Size(); ones != 0 {
-					continue
-				}
-			}
-			seen[r.LinkIndex] = true
-			for _, nh := range r.MultiPath {
-				seen[nh.LinkIndex] = true
-			}
-		}
-	}
-	var out []string
-	for index := range seen {
-		if index == 0 {
-			continue
-		}
-		l, err := h.LinkByIndex(index)
-		if err != nil {
-			return nil, fmt.Errorf("reading uplink %d: %w", index, err)
-		}
-		out = append(out, l.Attrs().Name)
-	}
-	sort.Strings(out)
-	return out, nil
 }

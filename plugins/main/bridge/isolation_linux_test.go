@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"cnisuite/pkg/concurrent"
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/ns"
@@ -108,7 +109,7 @@ func runProbes(t *testing.T, ps []probe, connect bool) {
 	for i, p := range ps {
 		tries[i] = p.try
 	}
-	for i, err := range concurrently(tries...) {
+	for i, err := range concurrent.Run(tries...) {
 		if connect {
 			wantConnect(t, ps[i].what, err)
 		} else {

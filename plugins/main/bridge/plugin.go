@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/calllog"
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/skel"
@@ -42,7 +42,7 @@ type attach struct {
 	br    *netlink.Bridge
 	// hostLink is the host veth as last read (ADD).
 	hostLink netlink.Link
-	tm       *stepTimer // nil unless tracing
+	tm       *calllog.StepTimer // nil unless tracing
 	// del is DEL's helper (pkg/vethdel); nil otherwise.
 	del *vethdel.Helper
 }
@@ -51,7 +51,7 @@ type attach struct {
 // CHECK a missing netns is an error; for DEL it is not.
 func (p *plugin) open(conf *NetConf, a *skel.CmdArgs, needNetns bool) (*attach, error) {
 	at := &attach{p: p, conf: conf, args: a, tm: newStepTimer(a)}
-	defer at.tm.step("open")()
+	defer at.tm.Step("open")()
 	var err error
 	// Route sockets only: the plugin needs no others, and each socket in the
 	// container costs two namespace switches.
@@ -113,38 +113,10 @@ func (at *attach) rules(ctx context.Context) (firewall.Backend, error) {
 	return fw, nil
 }
 
-// concurrently runs the tasks at once and returns their errors, in order.
-// A task's panic is raised again on the caller's goroutine, where the
-// skel's last-resort recover turns it into an error object.
-func concurrently(tasks ...func() error) []error {
-	errs := make([]error, len(tasks))
-	panics := make([][]any, len(tasks))
-	var wg sync.WaitGroup
-	for i, task := range tasks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if v := recover(); v != nil {
-					panics[i] = []any{v}
-				}
-			}()
-			errs[i] = task()
-		}()
-	}
-	wg.Wait()
-	for _, p := range panics {
-		if p != nil {
-			panic(p[0])
-		}
-	}
-	return errs
-}
-
 // timed wraps a step so that tracing reports its duration.
 func (at *attach) timed(name string, step func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
-		defer at.tm.step(name)()
+		defer at.tm.Step(name)()
 		return step(ctx)
 	}
 }
