@@ -10,6 +10,7 @@ import (
 	"cnisuite/pkg/macaddr"
 	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/types"
+	"cnisuite/plugins/meta/tuning/ethconf"
 )
 
 // DefaultDataDir holds the state files from which DEL puts things back.
@@ -34,9 +35,9 @@ type Config struct {
 	TxQLen *int `json:"txQLen,omitempty"`
 	// Features turns features (offloads) of the interface on or off, by
 	// their kernel names or ethtool's group names; unset leaves them.
-	Features Features `json:"features,omitempty"`
+	Features ethconf.Features `json:"features,omitempty"`
 	// Channels sets the interface's queue counts; unset leaves them.
-	Channels *Channels `json:"channels,omitempty"`
+	Channels *ethconf.Channels `json:"channels,omitempty"`
 	// DataDir holds the state files; DefaultDataDir when empty.
 	DataDir string `json:"dataDir,omitempty"`
 	// dataDirDefault is set when dataDir was not given.
@@ -59,9 +60,9 @@ type ArgsCNI struct {
 	Allmulti *bool   `json:"allmulti,omitempty"`
 	TxQLen   *int    `json:"txQLen,omitempty"`
 	// Features are merged over the top-level features, name by name.
-	Features Features `json:"features,omitempty"`
+	Features ethconf.Features `json:"features,omitempty"`
 	// Channels replace the top-level counts, count by count.
-	Channels *Channels `json:"channels,omitempty"`
+	Channels *ethconf.Channels `json:"channels,omitempty"`
 }
 
 // Load decodes the configuration and applies, lowest precedence first, the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"cnisuite/pkg/linkops"
 	"cnisuite/pkg/types"
 )
 
@@ -168,7 +169,7 @@ func TestResultFor(t *testing.T) {
 	c := &Config{MAC: "02:00:00:00:00:09", MTU: 1400}
 	c.CNIVersion = "1.1.0"
 	mac, _ := net.ParseMAC("02:00:00:00:00:09")
-	got := resultFor(prev, "eth0", c, linkAttrs{MAC: mac, MTU: 1400})
+	got := resultFor(prev, "eth0", c, linkops.Attrs{MAC: mac, MTU: 1400})
 	want := []types.Interface{
 		{Name: "cni0", Mac: "aa:aa:aa:aa:aa:aa"},
 		{Name: "eth0", Mac: "bb:bb:bb:bb:bb:bb"},

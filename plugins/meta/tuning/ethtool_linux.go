@@ -4,9 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/vishvananda/netlink"
-
 	"cnisuite/pkg/ethtool"
+	"cnisuite/pkg/linkops"
 	"cnisuite/plugins/meta/tuning/ethconf"
 )
 
@@ -34,8 +33,8 @@ func ethChanges(p *ethconf.Plan) []attrChange {
 	var out []attrChange
 	for _, ch := range p.Changes() {
 		out = append(out, attrChange{
-			func(netlink.Link) error { return ch.Apply() },
-			func(netlink.Link) error { return ch.Undo() }})
+			func(linkops.Links, linkops.Attrs) error { return ch.Apply() },
+			func(linkops.Links, linkops.Attrs) error { return ch.Undo() }})
 	}
 	return out
 }
@@ -45,7 +44,7 @@ func snapshotEthtool(st *State, p *ethconf.Plan) {
 	features, channels := p.Originals()
 	st.Features = features
 	if channels != (ethtool.ChannelCounts{}) {
-		st.Channels = &ChannelState{RX: channels.RX, TX: channels.TX, Other: channels.Other, Combined: channels.Combined}
+		st.Channels = &ethconf.ChannelState{RX: channels.RX, TX: channels.TX, Other: channels.Other, Combined: channels.Combined}
 	}
 }
 

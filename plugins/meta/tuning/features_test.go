@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"cnisuite/pkg/types"
+	"cnisuite/plugins/meta/tuning/ethconf"
 )
 
 func i64(n int64) *int64 { return &n }
@@ -17,23 +18,23 @@ func i64(n int64) *int64 { return &n }
 func TestLoadFeaturesAndChannels(t *testing.T) {
 	tests := []struct {
 		name, conf   string
-		wantFeatures Features
-		wantChannels *Channels
+		wantFeatures ethconf.Features
+		wantChannels *ethconf.Channels
 	}{
 		{"none", `{` + confHead + `}`, nil, nil},
 		{"in the order written",
 			`{` + confHead + `,"features":{"tx-checksumming":false,"rx-gro":true,"tx-tcp-segmentation":false}}`,
-			Features{{Name: "tx-checksumming", On: false}, {Name: "rx-gro", On: true}, {Name: "tx-tcp-segmentation", On: false}}, nil},
+			ethconf.Features{{Name: "tx-checksumming", On: false}, {Name: "rx-gro", On: true}, {Name: "tx-tcp-segmentation", On: false}}, nil},
 		{"channels", `{` + confHead + `,"channels":{"rx":2,"tx":3,"combined":0}}`,
-			nil, &Channels{RX: i64(2), TX: i64(3), Combined: i64(0)}},
+			nil, &ethconf.Channels{RX: i64(2), TX: i64(3), Combined: i64(0)}},
 		{"args.cni.features merged name by name",
 			`{` + confHead + `,"features":{"rx-gro":true,"rx-checksum":true},"args":{"cni":{"features":{"rx-gro":false,"tx-nocache-copy":true}}}}`,
-			Features{{Name: "rx-gro", On: false}, {Name: "rx-checksum", On: true}, {Name: "tx-nocache-copy", On: true}}, nil},
+			ethconf.Features{{Name: "rx-gro", On: false}, {Name: "rx-checksum", On: true}, {Name: "tx-nocache-copy", On: true}}, nil},
 		{"args.cni.features without features",
-			`{` + confHead + `,"args":{"cni":{"features":{"rx-gro":true}}}}`, Features{{Name: "rx-gro", On: true}}, nil},
+			`{` + confHead + `,"args":{"cni":{"features":{"rx-gro":true}}}}`, ethconf.Features{{Name: "rx-gro", On: true}}, nil},
 		{"args.cni.channels count by count",
 			`{` + confHead + `,"channels":{"rx":2,"tx":2},"args":{"cni":{"channels":{"tx":1,"other":1}}}}`,
-			nil, &Channels{RX: i64(2), TX: i64(1), Other: i64(1)}},
+			nil, &ethconf.Channels{RX: i64(2), TX: i64(1), Other: i64(1)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,9 +104,9 @@ func TestFeaturesAndChannelsRefused(t *testing.T) {
 // what only it changed; a state file without the new keys still loads.
 func TestStateMergeEthtool(t *testing.T) {
 	u := func(n uint32) *uint32 { return &n }
-	old := &State{Features: map[string]bool{"rx-gro": false}, Channels: &ChannelState{RX: u(4)}}
-	old.Merge(&State{Features: map[string]bool{"rx-gro": true, "tx-checksum-sctp": true}, Channels: &ChannelState{RX: u(2), TX: u(4)}})
-	want := &State{Features: map[string]bool{"rx-gro": false, "tx-checksum-sctp": true}, Channels: &ChannelState{RX: u(4), TX: u(4)}}
+	old := &State{Features: map[string]bool{"rx-gro": false}, Channels: &ethconf.ChannelState{RX: u(4)}}
+	old.Merge(&State{Features: map[string]bool{"rx-gro": true, "tx-checksum-sctp": true}, Channels: &ethconf.ChannelState{RX: u(2), TX: u(4)}})
+	want := &State{Features: map[string]bool{"rx-gro": false, "tx-checksum-sctp": true}, Channels: &ethconf.ChannelState{RX: u(4), TX: u(4)}}
 	if !reflect.DeepEqual(old, want) {
 		t.Errorf("Merge = %s, want %s", jsonOf(old), jsonOf(want))
 	}
@@ -137,7 +138,7 @@ func FuzzLoadFeatures(f *testing.F) {
 		if err != nil {
 			t.Fatalf("marshalling %+v: %v", c.Features, err)
 		}
-		var back Features
+		var back ethconf.Features
 		if err := json.Unmarshal(data, &back); err != nil || len(back) != len(c.Features) ||
 			(len(back) > 0 && !reflect.DeepEqual(back, c.Features)) {
 			t.Fatalf("features %+v wrote %s, which reads back as %+v, %v", c.Features, data, back, err)

@@ -15,6 +15,7 @@ import (
 	types100 "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
 
+	"cnisuite/pkg/linkops"
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/sysctl"
 	"cnisuite/test/sandbox"
@@ -37,13 +38,13 @@ type container struct {
 }
 
 // snapshot returns the container interface's attributes and test sysctl.
-func (c container) snapshot() (linkAttrs, string) {
+func (c container) snapshot() (linkops.Attrs, string) {
 	c.t.Helper()
-	var attrs linkAttrs
+	var attrs linkops.Attrs
 	var value string
 	err := c.netns.Do(func() error {
 		var err error
-		if _, attrs, err = readLink(testIfName); err != nil {
+		if attrs, err = (linkops.Netlink{}).Get(testIfName); err != nil {
 			return err
 		}
 		value, err = sysctl.Default.Get(testSysPath)
@@ -123,7 +124,7 @@ func wantTuned(t *testing.T, c container) {
 }
 
 // wantRestored checks the interface is back to before.
-func wantRestored(t *testing.T, c container, before linkAttrs, beforeValue string) {
+func wantRestored(t *testing.T, c container, before linkops.Attrs, beforeValue string) {
 	t.Helper()
 	attrs, value := c.snapshot()
 	if attrs.MAC.String() != before.MAC.String() || attrs.MTU != before.MTU || attrs.Promisc != before.Promisc ||

@@ -14,6 +14,7 @@ import (
 	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
+	"cnisuite/plugins/meta/tuning/ethconf"
 )
 
 // State is what ADD found before it changed anything, and what DEL puts
@@ -36,7 +37,7 @@ type State struct {
 	// plugin's) have no features to restore.
 	Features map[string]bool `json:"features,omitempty"`
 	// Channels holds the count before ADD of each channel count it changed.
-	Channels *ChannelState `json:"channels,omitempty"`
+	Channels *ethconf.ChannelState `json:"channels,omitempty"`
 }
 
 // Merge keeps every value already in s (the older, truer original) and adds
@@ -65,7 +66,7 @@ func (s *State) Merge(newer *State) {
 			s.Features[name] = wanted
 		}
 	}
-	s.Channels = s.Channels.merge(newer.Channels)
+	s.Channels = s.Channels.MergeOlder(newer.Channels)
 	for _, n := range newer.Sysctl {
 		known := false
 		for _, o := range s.Sysctl {

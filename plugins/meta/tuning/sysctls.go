@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/jsonobject"
 	"cnisuite/pkg/types"
 )
 
@@ -39,7 +40,7 @@ type Sysctls []Sysctl
 // its keys.
 func (s *Sysctls) UnmarshalJSON(data []byte) error {
 	out := Sysctls{}
-	isObject, err := decodeObject(data, "sysctl", "a JSON object of strings", func(key string, raw json.RawMessage) error {
+	isObject, err := jsonobject.Decode(data, "sysctl", "a JSON object of strings", func(key string, raw json.RawMessage) error {
 		var value string
 		if err := json.Unmarshal(raw, &value); err != nil || raw[0] != '"' {
 			return types.Errorf(types.ErrInvalidConfig,
@@ -60,30 +61,13 @@ func (s *Sysctls) UnmarshalJSON(data []byte) error {
 
 // MarshalJSON writes the settings back as a JSON object, in order.
 func (s Sysctls) MarshalJSON() ([]byte, error) {
-	return encodeObject(len(s), func(i int) (string, any) { return s[i].Key, s[i].Value })
+	return jsonobject.Encode(len(s), func(i int) (string, any) { return s[i].Key, s[i].Value })
 }
 
 // Merge returns s with the settings of over added, a key of over replacing
 // the same key of s in place.
 func (s Sysctls) Merge(over Sysctls) Sysctls {
-	return mergeByKey(s, over, func(x Sysctl) string { return x.Key })
-}
-
-func jsonKind(tok json.Token) string {
-	switch v := tok.(type) {
-	case json.Delim:
-		if v == '[' {
-			return "an array"
-		}
-		return "an object"
-	case string:
-		return "a string"
-	case json.Number:
-		return "a number"
-	case bool:
-		return "a boolean"
-	}
-	return "null"
+	return jsonobject.MergeByKey(s, over, func(x Sysctl) string { return x.Key })
 }
 
 // SysctlPath turns a key into its path relative to /proc/sys, with

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/linkops"
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/sysctl"
@@ -24,6 +24,9 @@ type tuner struct {
 	allowList string
 	// sysRoot is /proc/sys as seen inside the container network namespace.
 	sysRoot string
+	// links makes the link calls; nil is netlink in the calling thread's
+	// namespace (pkg/linkops).
+	links linkops.Links
 }
 
 // load reads and validates the configuration and its prevResult, which
@@ -65,7 +68,7 @@ func (t *tuner) Add(_ context.Context, a *skel.CmdArgs) (*types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var after linkAttrs
+	var after linkops.Attrs
 	done := a.Log.Step("container")
 	err = ns.Do(a.Netns, func() error {
 		var err error
@@ -83,53 +86,52 @@ func (t *tuner) Add(_ context.Context, a *skel.CmdArgs) (*types.Result, error) {
 // link, its features and channels, plan the changes (refusing what the
 // driver cannot do), save the original values, write. A failed write
 // is undone, and the state file it saved removed if it was new.
-func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkAttrs, error) {
-	link, before, err := readLink(a.IfName)
+func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkops.Attrs, error) {
+	before, err := t.readLink(a.IfName)
 	if err != nil {
-		return linkAttrs{}, types.Errorf(types.ErrInvalidEnv, "CNI_IFNAME: %w", err)
+		return linkops.Attrs{}, types.Errorf(types.ErrInvalidEnv, "CNI_IFNAME: %w", err)
 	}
 	eth, err := ethconf.NewPlan(ethSettings(c), a.IfName)
 	if err != nil {
-		return linkAttrs{}, err
+		return linkops.Attrs{}, err
 	}
 	defer eth.Close()
 	changes := append(attrChanges(c, before), ethChanges(eth)...)
 	if len(settings) == 0 && len(changes) == 0 {
 		return before, nil
 	}
-	if err := checkMTUKeepsIPv6(link, c.MTU); err != nil {
-		return linkAttrs{}, err
+	if err := checkMTUKeepsIPv6(t.linkOps(), before, c.MTU); err != nil {
+		return linkops.Attrs{}, err
 	}
 	if err := checkMACRestorable(a.IfName, before.MAC, c.HardwareAddr()); err != nil {
-		return linkAttrs{}, err
+		return linkops.Attrs{}, err
 	}
 	st, err := t.originals(c, before, settings)
 	if err != nil {
-		return linkAttrs{}, err
+		return linkops.Attrs{}, err
 	}
 	snapshotEthtool(st, eth)
 	store := Store{Dir: c.DataDir}
 	fresh, err := saveState(store, a, st)
 	if err != nil {
-		return linkAttrs{}, err
+		return linkops.Attrs{}, err
 	}
 	a.Log.Debug("sysctls", settings)
 	if st.Features != nil || st.Channels != nil {
 		a.Log.Debug("ethtool originals", map[string]any{"features": st.Features, "channels": st.Channels})
 	}
-	if err := t.write(link, settings, st.Sysctl, changes); err != nil {
+	if err := t.write(before, settings, st.Sysctl, changes); err != nil {
 		if fresh {
 			err = errors.Join(err, store.Remove(a.ContainerID, a.IfName))
 		}
-		return linkAttrs{}, err
+		return linkops.Attrs{}, err
 	}
-	_, after, err := readLink(a.IfName)
-	return after, err
+	return t.readLink(a.IfName)
 }
 
 // originals returns the state DEL will restore: the link attributes c
 // changes and the current value of every sysctl it writes.
-func (t *tuner) originals(c *Config, before linkAttrs, settings []Setting) (*State, error) {
+func (t *tuner) originals(c *Config, before linkops.Attrs, settings []Setting) (*State, error) {
 	st := &State{Network: c.Name}
 	snapshotAttrs(st, c, before)
 	var err error
@@ -139,15 +141,15 @@ func (t *tuner) originals(c *Config, before linkAttrs, settings []Setting) (*Sta
 
 // write sets the sysctls, then the link attributes; on failure it undoes
 // what it did, last first, and returns the failure with any undo error.
-func (t *tuner) write(link netlink.Link, settings, originals []Setting, changes []attrChange) error {
+func (t *tuner) write(link linkops.Attrs, settings, originals []Setting, changes []attrChange) error {
 	var rollback undo.Stack
 	err := t.writeSysctls(settings, originals, &rollback)
 	for _, ch := range changes {
 		if err != nil {
 			break
 		}
-		if err = ch.apply(link); err == nil {
-			rollback.Push("attribute change", func() error { return ch.undo(link) })
+		if err = ch.apply(t.linkOps(), link); err == nil {
+			rollback.Push("attribute change", func() error { return ch.undo(t.linkOps(), link) })
 		}
 	}
 	if err != nil {
@@ -229,7 +231,7 @@ func kernelError(err error) error {
 
 // resultFor returns prevResult with the container interface's MAC and MTU
 // as they are after ADD.
-func resultFor(prev *types.Result, ifName string, c *Config, after linkAttrs) *types.Result {
+func resultFor(prev *types.Result, ifName string, c *Config, after linkops.Attrs) *types.Result {
 	r := prev.Copy()
 	sandboxed := false
 	for _, i := range r.Interfaces {

@@ -13,6 +13,7 @@ import (
 	types100 "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
 
+	"cnisuite/pkg/linkops"
 	"cnisuite/pkg/sysctl"
 	"cnisuite/pkg/version"
 	"cnisuite/test/sandbox"
@@ -101,11 +102,11 @@ func setMTUByName(mtu int) error {
 }
 
 func setPromiscByName(on bool) error {
-	l, err := netlink.LinkByName(testIfName)
+	l, err := (linkops.Netlink{}).Get(testIfName)
 	if err != nil {
 		return err
 	}
-	return setPromisc(l, on)
+	return (linkops.Netlink{}).SetPromisc(l, on)
 }
 
 // TestDelNetnsGone deletes the container namespace before DEL.

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/vishvananda/netlink"
+	"cnisuite/pkg/linkops"
 
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/skel"
@@ -33,7 +33,7 @@ func (t *tuner) Check(_ context.Context, a *skel.CmdArgs) error {
 		return err
 	}
 	err = ns.Do(a.Netns, func() error {
-		return errors.Join(t.checkSysctls(settings), checkAttrs(c, a.IfName), checkEthtool(c, a.IfName))
+		return errors.Join(t.checkSysctls(settings), t.checkAttrs(c, a.IfName), checkEthtool(c, a.IfName))
 	})
 	return ns.CNIError(a.Netns, err)
 }
@@ -59,8 +59,8 @@ func (t *tuner) checkSysctls(settings []Setting) error {
 	return errors.Join(errs...)
 }
 
-func checkAttrs(c *Config, ifName string) error {
-	_, got, err := readLink(ifName)
+func (t *tuner) checkAttrs(c *Config, ifName string) error {
+	got, err := t.readLink(ifName)
 	if err != nil {
 		return err
 	}
@@ -142,14 +142,13 @@ func (t *tuner) restore(st *State, ifName string) error {
 			errs = append(errs, err)
 		}
 	}
-	link, err := netlink.LinkByName(ifName)
-	var nf netlink.LinkNotFoundError
+	link, err := t.linkOps().Get(ifName)
 	switch {
-	case errors.As(err, &nf):
+	case errors.Is(err, linkops.ErrNotFound):
 	case err != nil:
-		errs = append(errs, fmt.Errorf("interface %q: %w", ifName, err))
+		errs = append(errs, err)
 	default:
-		errs = append(errs, restoreAttrs(link, st), restoreEthtool(st, ifName))
+		errs = append(errs, restoreAttrs(t.linkOps(), link, st), restoreEthtool(st, ifName))
 	}
 	return errors.Join(errs...)
 }

@@ -1,8 +1,9 @@
 // Package ethconf is the part of tuning that sets an interface's features
 // (offloads) and channel counts over the ethtool netlink family: it
-// resolves the configured names against the kernel's, refuses what the
-// driver cannot do before anything changes, plans the changes with their
-// inverses, reads them back for CHECK and puts them back for DEL.
+// decodes and validates the "features" and "channels" keys, resolves the
+// configured names against the kernel's, refuses what the driver cannot
+// do before anything changes, plans the changes with their inverses,
+// reads them back for CHECK and puts them back for DEL.
 package ethconf
 
 import "path"

@@ -1,4 +1,7 @@
-package main
+// Package jsonobject reads and writes the JSON objects of a configuration
+// whose keys keep their order and may not repeat (tuning's "sysctl" and
+// "features"), and merges such ordered lists key by key.
+package jsonobject
 
 import (
 	"bytes"
@@ -8,12 +11,12 @@ import (
 	"cnisuite/pkg/types"
 )
 
-// decodeObject reads a JSON object member by member, in order, for the
+// Decode reads a JSON object member by member, in order, for the
 // keys whose order and duplicates matter ("sysctl", "features"): member
 // gets each key and its raw value; a key given twice is refused. It
 // reports false for a JSON null. what names the key in messages and want
 // describes the object expected ("a JSON object of strings").
-func decodeObject(data []byte, what, want string, member func(key string, raw json.RawMessage) error) (bool, error) {
+func Decode(data []byte, what, want string, member func(key string, raw json.RawMessage) error) (bool, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -24,7 +27,7 @@ func decodeObject(data []byte, what, want string, member func(key string, raw js
 		return false, nil
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return false, types.Errorf(types.ErrInvalidConfig, "%s: want %s, got %s", what, want, jsonKind(tok))
+		return false, types.Errorf(types.ErrInvalidConfig, "%s: want %s, got %s", what, want, kind(tok))
 	}
 	seen := map[string]bool{}
 	for dec.More() {
@@ -48,9 +51,9 @@ func decodeObject(data []byte, what, want string, member func(key string, raw js
 	return true, nil
 }
 
-// encodeObject writes n members as a JSON object, in order; member
+// Encode writes n members as a JSON object, in order; member
 // returns the i-th key and value.
-func encodeObject(n int, member func(i int) (string, any)) ([]byte, error) {
+func Encode(n int, member func(i int) (string, any)) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i := range n {
@@ -71,9 +74,9 @@ func encodeObject(n int, member func(i int) (string, any)) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// mergeByKey returns base with the items of over added, an item of over
+// MergeByKey returns base with the items of over added, an item of over
 // replacing in place the item of base with the same key.
-func mergeByKey[T any](base, over []T, key func(T) string) []T {
+func MergeByKey[T any](base, over []T, key func(T) string) []T {
 	out := append([]T{}, base...)
 	for _, o := range over {
 		if i := slices.IndexFunc(out, func(b T) bool { return key(b) == key(o) }); i >= 0 {
@@ -83,4 +86,22 @@ func mergeByKey[T any](base, over []T, key func(T) string) []T {
 		}
 	}
 	return out
+}
+
+// kind names the JSON type a token starts, for messages.
+func kind(tok json.Token) string {
+	switch v := tok.(type) {
+	case json.Delim:
+		if v == '[' {
+			return "an array"
+		}
+		return "an object"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "null"
 }

@@ -1,4 +1,4 @@
-package main
+package ethconf
 
 import (
 	"bytes"
@@ -8,15 +8,15 @@ import (
 	"math"
 	"strings"
 
+	"cnisuite/pkg/jsonobject"
 	"cnisuite/pkg/types"
-	"cnisuite/plugins/meta/tuning/ethconf"
 )
 
 // Features is the ordered content of a "features" JSON object: kernel
-// feature names (or ethtool's group names, see ethconf.Groups), each on
+// feature names (or ethtool's group names, see Groups), each on
 // or off. Decoding refuses duplicate names and values that are not JSON
 // booleans.
-type Features []ethconf.Request
+type Features []Request
 
 // featureNameMax is the longest feature name: the kernel's strings are at
 // most ETH_GSTRING_LEN (32) bytes with their NUL.
@@ -26,12 +26,12 @@ const featureNameMax = 31
 // keys.
 func (f *Features) UnmarshalJSON(data []byte) error {
 	out := Features{}
-	isObject, err := decodeObject(data, "features", "a JSON object of booleans", func(name string, raw json.RawMessage) error {
+	isObject, err := jsonobject.Decode(data, "features", "a JSON object of booleans", func(name string, raw json.RawMessage) error {
 		var on bool
 		if err := json.Unmarshal(raw, &on); err != nil || raw[0] == 'n' {
 			return types.Errorf(types.ErrInvalidConfig, "features %q: value %s is not a JSON boolean (true or false)", name, raw)
 		}
-		out = append(out, ethconf.Request{Name: name, On: on})
+		out = append(out, Request{Name: name, On: on})
 		return nil
 	})
 	if err != nil {
@@ -46,13 +46,13 @@ func (f *Features) UnmarshalJSON(data []byte) error {
 
 // MarshalJSON writes the features back as a JSON object, in order.
 func (f Features) MarshalJSON() ([]byte, error) {
-	return encodeObject(len(f), func(i int) (string, any) { return f[i].Name, f[i].On })
+	return jsonobject.Encode(len(f), func(i int) (string, any) { return f[i].Name, f[i].On })
 }
 
 // Merge returns f with the entries of over added, a name of over replacing
 // the same name of f in place.
 func (f Features) Merge(over Features) Features {
-	return mergeByKey(f, over, func(x ethconf.Request) string { return x.Name })
+	return jsonobject.MergeByKey(f, over, func(x Request) string { return x.Name })
 }
 
 // Validate checks every name's spelling and that no group contradicts one
@@ -66,11 +66,11 @@ func (f Features) Validate() error {
 		}
 	}
 	for _, g := range f {
-		if _, ok := ethconf.Groups[g.Name]; !ok {
+		if _, ok := Groups[g.Name]; !ok {
 			continue
 		}
 		for _, m := range f {
-			if m.Name != g.Name && ethconf.InGroup(g.Name, m.Name) && m.On != g.On {
+			if m.Name != g.Name && InGroup(g.Name, m.Name) && m.On != g.On {
 				errs = append(errs, types.Errorf(types.ErrInvalidConfig,
 					"features: %q is %t but its member %q is %t; give one value for both", g.Name, g.On, m.Name, m.On))
 			}
@@ -181,8 +181,9 @@ type ChannelState struct {
 	Combined *uint32 `json:"combined,omitempty"`
 }
 
-// merge keeps every count of s and adds those of newer that s lacks.
-func (s *ChannelState) merge(newer *ChannelState) *ChannelState {
+// MergeOlder keeps every count of s, the older state, and adds those of
+// newer that s lacks.
+func (s *ChannelState) MergeOlder(newer *ChannelState) *ChannelState {
 	if s == nil || newer == nil {
 		return cmp.Or(s, newer)
 	}
