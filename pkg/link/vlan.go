@@ -1,6 +1,7 @@
 package link
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 )
@@ -108,4 +109,44 @@ func vlanString(v VlanEntry, ok bool) string {
 		s = "PVID " + s
 	}
 	return s
+}
+
+// TrunkIDs returns the VLAN IDs of one vlanTrunk entry: a single id, a
+// minID..maxID range, or both; each ID 1-4094, minID and maxID given
+// together and in order. Errors name the entry's keys.
+func TrunkIDs(id, minID, maxID *int) ([]int, error) {
+	validID := func(what string, v *int) error {
+		if *v < 1 || *v > 4094 {
+			return fmt.Errorf("incorrect trunk %s parameter %d (must be between 1 and 4094)", what, *v)
+		}
+		return nil
+	}
+	var out []int
+	if id != nil {
+		if err := validID("id", id); err != nil {
+			return nil, err
+		}
+		out = append(out, *id)
+	}
+	switch {
+	case minID == nil && maxID == nil:
+		if id == nil {
+			return nil, errors.New("needs id, or minID and maxID")
+		}
+		return out, nil
+	case minID == nil:
+		return nil, errors.New("minID and maxID should be configured simultaneously, minID is missing")
+	case maxID == nil:
+		return nil, errors.New("minID and maxID should be configured simultaneously, maxID is missing")
+	}
+	if err := errors.Join(validID("minID", minID), validID("maxID", maxID)); err != nil {
+		return nil, err
+	}
+	if *minID > *maxID {
+		return nil, fmt.Errorf("minID is greater than maxID in trunk parameter (%d > %d)", *minID, *maxID)
+	}
+	for v := *minID; v <= *maxID; v++ {
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -1,7 +1,9 @@
 package link
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -62,5 +64,25 @@ func TestVlanPlanCheck(t *testing.T) {
 	}
 	if err := PlanPortVlans(10, nil, true).Check("veth0", append(good, VlanEntry{VID: 1})); err != nil {
 		t.Errorf("Check with preserveDefaultVlan = %v, want extra VLANs accepted", err)
+	}
+}
+
+func TestTrunkIDs(t *testing.T) {
+	n := func(v int) *int { return &v }
+	if got, err := TrunkIDs(n(5), n(10), n(12)); err != nil || fmt.Sprint(got) != "[5 10 11 12]" {
+		t.Errorf("TrunkIDs(5, 10..12) = %v, %v, want [5 10 11 12]", got, err)
+	}
+	for _, tt := range []struct {
+		id, min, max *int
+		want         string
+	}{
+		{nil, nil, nil, "needs id, or minID and maxID"},
+		{nil, n(3), nil, "maxID is missing"},
+		{nil, n(9), n(3), "minID is greater than maxID in trunk parameter (9 > 3)"},
+		{n(4095), nil, nil, "incorrect trunk id parameter 4095"},
+	} {
+		if _, err := TrunkIDs(tt.id, tt.min, tt.max); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("TrunkIDs(%v, %v, %v) = %v, want an error containing %q", tt.id, tt.min, tt.max, err, tt.want)
+		}
 	}
 }

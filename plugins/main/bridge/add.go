@@ -11,6 +11,7 @@ import (
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
+	"cnisuite/pkg/uplink"
 )
 
 // Indexes of the result's interfaces.
@@ -179,7 +180,7 @@ func (at *attach) uplinkMTU() error {
 	if !c.MTUFromUplink || c.MTU != 0 {
 		return nil
 	}
-	mtu, err := link.UplinkMTU(at.host, link.VRFTable(at.host, c.BrName))
+	mtu, err := uplink.MTU(at.host, uplink.VRFTable(at.host, c.BrName))
 	if err != nil {
 		return fmt.Errorf("mtuFromUplink: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/ifconf"
 	"cnisuite/pkg/link"
+	"cnisuite/pkg/linkops"
 	"cnisuite/pkg/sysctlkeep"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/version"
@@ -67,11 +68,12 @@ func (at *attach) configureContainer(ctx context.Context) error {
 	}
 	return at.netns.Do(func() error {
 		if !c.hasIPAM() {
-			l, err := netlink.LinkByName(ifname)
+			links := linkops.Netlink{} // in the container's namespace
+			l, err := links.Get(ifname)
 			if err != nil {
 				return fmt.Errorf("looking up %q in the container: %w", ifname, err)
 			}
-			return netlink.LinkSetUp(l)
+			return links.SetUp(l, true)
 		}
 		err := link.ConfigureIface(ctx, ifname, at.res, link.ConfigureOptions{DAD: c.EnableDad, ArpNotify: true})
 		if errors.Is(err, link.ErrDADFailed) {

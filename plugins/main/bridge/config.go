@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 
 	"cnisuite/pkg/firewall"
@@ -180,39 +179,4 @@ func (c *NetConf) validateVlans() error {
 // VlanGatewayName is the host interface carrying a VLAN's gateway address.
 func (c *NetConf) VlanGatewayName() string { return link.VlanGatewayName(c.BrName, c.Vlan) }
 
-func (e TrunkEntry) ids() ([]int, error) {
-	validID := func(what string, v *int) error {
-		if *v < 1 || *v > 4094 {
-			return fmt.Errorf("incorrect trunk %s parameter %d (must be between 1 and 4094)", what, *v)
-		}
-		return nil
-	}
-	var out []int
-	if e.ID != nil {
-		if err := validID("id", e.ID); err != nil {
-			return nil, err
-		}
-		out = append(out, *e.ID)
-	}
-	switch {
-	case e.MinID == nil && e.MaxID == nil:
-		if e.ID == nil {
-			return nil, errors.New("needs id, or minID and maxID")
-		}
-		return out, nil
-	case e.MinID == nil:
-		return nil, errors.New("minID and maxID should be configured simultaneously, minID is missing")
-	case e.MaxID == nil:
-		return nil, errors.New("minID and maxID should be configured simultaneously, maxID is missing")
-	}
-	if err := errors.Join(validID("minID", e.MinID), validID("maxID", e.MaxID)); err != nil {
-		return nil, err
-	}
-	if *e.MinID > *e.MaxID {
-		return nil, fmt.Errorf("minID is greater than maxID in trunk parameter (%d > %d)", *e.MinID, *e.MaxID)
-	}
-	for v := *e.MinID; v <= *e.MaxID; v++ {
-		out = append(out, v)
-	}
-	return out, nil
-}
+func (e TrunkEntry) ids() ([]int, error) { return link.TrunkIDs(e.ID, e.MinID, e.MaxID) }

@@ -2,8 +2,8 @@ package main
 
 import (
 	"cnisuite/pkg/firewall"
-	"cnisuite/pkg/link"
 	"cnisuite/pkg/types"
+	"cnisuite/pkg/uplink"
 )
 
 // validateIsolation decodes icc, isolate and ingressFilter into noICC,
@@ -50,7 +50,7 @@ func (at *attach) desiredIsolation() (*firewall.Isolation, error) {
 		iso.IPs = append(iso.IPs, ip.Address.IP)
 	}
 	if iso.Isolate == firewall.IsolateStrict {
-		up, err := link.DefaultRouteLinkNames(at.host)
+		up, err := uplink.DefaultRouteLinkNames(at.host)
 		if err != nil {
 			return nil, err
 		}

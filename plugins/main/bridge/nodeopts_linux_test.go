@@ -23,10 +23,10 @@ import (
 	"cnisuite/test/sandbox"
 )
 
-// uplink makes the test's "node" an uplink: a veth pair of the given MTU,
+// makeUplink makes the test's "node" an uplink: a veth pair of the given MTU,
 // its node end with 192.0.2.1/24 and the node's default route, its other
 // end in a "LAN" namespace (192.0.2.2/24) that routes 10.0.0.0/8 back.
-func uplink(t *testing.T, name string, mtu int) *ns.NetNS {
+func makeUplink(t *testing.T, name string, mtu int) *ns.NetNS {
 	t.Helper()
 	lan := sandbox.NewNS(t)
 	sandbox.RemoveLinkAtEnd(t, name)
@@ -85,7 +85,7 @@ func hostLinkOrIn(t *testing.T, name string) netlink.Link {
 func TestMTUFromUplink(t *testing.T) {
 	for _, mtu := range []int{9000, 1400} {
 		t.Run(fmt.Sprint(mtu), func(t *testing.T) {
-			lan := uplink(t, "upl0", mtu)
+			lan := makeUplink(t, "upl0", mtu)
 			br := fmt.Sprintf("brmtu%d", mtu)
 			n := newNet(t, "1.1.0", br, `"isDefaultGateway":true,"mtuFromUplink":true`, hostLocal(t, "10.78.0.0/24"))
 			c := n.add("pod")
@@ -124,7 +124,7 @@ func TestMTUFromUplink(t *testing.T) {
 // on a 9000-byte uplink, as with the reference plugin; the result still
 // carries every interface's MTU.
 func TestMTUDefaultUnchanged(t *testing.T) {
-	uplink(t, "upl1", 9000)
+	makeUplink(t, "upl1", 9000)
 	n := newNet(t, "1.1.0", "brmtudef", `"isGateway":true`, hostLocal(t, "10.79.0.0/24"))
 	c := n.add("pod")
 	for i, iface := range c.res.Interfaces {
@@ -293,7 +293,7 @@ func TestForwardingKeptWhilePodsLive(t *testing.T) {
 func TestIPMasqSource(t *testing.T) {
 	for i, backend := range []string{"", "iptables", "nftables"} {
 		t.Run("backend="+backend, func(t *testing.T) {
-			lan := uplink(t, "upls", 1500)
+			lan := makeUplink(t, "upls", 1500)
 			mustAddr(t, "upls", "192.0.2.7/24")
 			keys := `"isDefaultGateway":true,"ipMasq":true,"ipMasqSourceIPv4":"192.0.2.7"`
 			if backend != "" {

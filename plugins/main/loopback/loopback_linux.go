@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 
 	"github.com/vishvananda/netlink"
 
-	"cnisuite/pkg/link"
+	"cnisuite/pkg/linkops"
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
@@ -40,14 +39,7 @@ func cmdAdd(_ context.Context, a *skel.CmdArgs) (*types.Result, error) {
 	}
 	var addrs []netlink.Addr
 	err = ns.Do(a.Netns, func() error {
-		lo, err := netlink.LinkByName(loName)
-		if err != nil {
-			return fmt.Errorf("find %s: %w", loName, err)
-		}
-		if err := netlink.LinkSetUp(lo); err != nil {
-			return fmt.Errorf("set %s up: %w", loName, err)
-		}
-		addrs, err = link.AddrList(nil, lo, netlink.FAMILY_ALL)
+		addrs, err = setUp(linkops.Netlink{})
 		return err
 	})
 	if err != nil {
@@ -58,6 +50,18 @@ func cmdAdd(_ context.Context, a *skel.CmdArgs) (*types.Result, error) {
 		return prev, nil
 	}
 	return loopbackResult(a.Netns, addrs), nil
+}
+
+// setUp brings lo up and returns its addresses.
+func setUp(links linkops.Links) ([]netlink.Addr, error) {
+	lo, err := links.Get(loName)
+	if err != nil {
+		return nil, fmt.Errorf("find %s: %w", loName, err)
+	}
+	if err := links.SetUp(lo, true); err != nil {
+		return nil, err
+	}
+	return links.Addrs(lo, netlink.FAMILY_ALL)
 }
 
 func loopbackResult(sandbox string, addrs []netlink.Addr) *types.Result {
@@ -78,17 +82,20 @@ func cmdCheck(_ context.Context, a *skel.CmdArgs) error {
 	if _, err := parseConfig(a); err != nil {
 		return err
 	}
-	err := ns.Do(a.Netns, func() error {
-		lo, err := netlink.LinkByName(loName)
-		if err != nil {
-			return fmt.Errorf("find %s: %w", loName, err)
-		}
-		if lo.Attrs().Flags&net.FlagUp == 0 {
-			return fmt.Errorf("%s in %s is down", loName, a.Netns)
-		}
-		return nil
-	})
+	err := ns.Do(a.Netns, func() error { return checkUp(linkops.Netlink{}, a.Netns) })
 	return ns.CNIError(a.Netns, err)
+}
+
+// checkUp fails when lo (in the namespace netns) is down.
+func checkUp(links linkops.Links, netns string) error {
+	lo, err := links.Get(loName)
+	if err != nil {
+		return fmt.Errorf("find %s: %w", loName, err)
+	}
+	if !lo.Up {
+		return fmt.Errorf("%s in %s is down", loName, netns)
+	}
+	return nil
 }
 
 // cmdDel sets lo down; a namespace that is gone already is success.
@@ -99,17 +106,20 @@ func cmdDel(_ context.Context, a *skel.CmdArgs) error {
 	if a.Netns == "" {
 		return nil
 	}
-	err := ns.Do(a.Netns, func() error {
-		lo, err := netlink.LinkByName(loName)
-		if err != nil {
-			return fmt.Errorf("find %s: %w", loName, err)
-		}
-		return netlink.LinkSetDown(lo)
-	})
+	err := ns.Do(a.Netns, func() error { return setDown(linkops.Netlink{}) })
 	if errors.Is(err, ns.ErrNotExist) {
 		return nil
 	}
 	return ns.CNIError(a.Netns, err)
+}
+
+// setDown sets lo down.
+func setDown(links linkops.Links) error {
+	lo, err := links.Get(loName)
+	if err != nil {
+		return fmt.Errorf("find %s: %w", loName, err)
+	}
+	return links.SetUp(lo, false)
 }
 
 // cmdGC has nothing to collect: loopback keeps no state outside the

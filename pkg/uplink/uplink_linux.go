@@ -1,4 +1,7 @@
-package link
+// Package uplink finds the node's uplinks: the interfaces its default
+// routes leave through, their names and their lowest MTU, and the routing
+// table of a link's VRF.
+package uplink
 
 import (
 	"fmt"
@@ -6,9 +9,11 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/link"
 )
 
-// UplinkMTU returns the MTU of the node's uplink: the interface of the
+// MTU returns the MTU of the node's uplink: the interface of the
 // default route of each family in routing table table (0: the main
 // table), the lowest of them when they differ, every next hop of a
 // multipath route counting. It returns 0 when no family has a default
@@ -16,7 +21,7 @@ import (
 //
 // Equivalent to: ip -4 route show default table $table; ip -6 route show
 // default table $table; ip link show $dev (mtu).
-func UplinkMTU(h *netlink.Handle, table int) (int, error) {
+func MTU(h *netlink.Handle, table int) (int, error) {
 	h = orDefault(h)
 	if table == 0 {
 		table = unix.RT_TABLE_MAIN
@@ -97,7 +102,7 @@ func DefaultRouteLinkNames(h *netlink.Handle) ([]string, error) {
 	h = orDefault(h)
 	seen := map[int]bool{}
 	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		routes, err := RouteListFiltered(h, family, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+		routes, err := link.RouteListFiltered(h, family, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
 		if err != nil {
 			return nil, fmt.Errorf("listing routes: %w", err)
 		}
@@ -120,4 +125,13 @@ func DefaultRouteLinkNames(h *netlink.Handle) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// orDefault is h, or the package's handle in the calling thread's
+// namespace when nil.
+func orDefault(h *netlink.Handle) *netlink.Handle {
+	if h == nil {
+		return &netlink.Handle{}
+	}
+	return h
 }
