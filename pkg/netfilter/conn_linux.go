@@ -231,6 +231,41 @@ func (n *Conn) ChainUse(family byte, table, chain string) (exists bool, use uint
 	return true, use, nil
 }
 
+// Chains dumps the names of the chains of one table.
+// Equivalent to: nft list table <family> <table> (chain names only)
+func (n *Conn) Chains(family byte, table string) ([]string, error) {
+	msgs, err := n.execute(netlink.Message{
+		Header: netlink.Header{Type: nftMsgType(unix.NFT_MSG_GETCHAIN), Flags: netlink.Request | netlink.Dump},
+		Data:   nfgen(family),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing chains of %s: %w", table, err)
+	}
+	var out []string
+	for _, m := range msgs {
+		if len(m.Data) < 4 {
+			continue
+		}
+		ad, err := netlink.NewAttributeDecoder(m.Data[4:])
+		if err != nil {
+			return nil, err
+		}
+		var inTable, name string
+		for ad.Next() {
+			switch ad.Type() {
+			case unix.NFTA_CHAIN_TABLE:
+				inTable = ad.String()
+			case unix.NFTA_CHAIN_NAME:
+				name = ad.String()
+			}
+		}
+		if inTable == table { // the kernel dumps every table's chains
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
 // Rules dumps the rules of one chain, decoding only what Rule holds, so
 // that no expression (ours or one a user put in conditions) can make the
 // listing fail. A missing table or chain yields no rules.

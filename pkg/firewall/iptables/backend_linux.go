@@ -35,7 +35,7 @@ type writer interface {
 	// in place.
 	check(ctx context.Context, c *call, o fwapi.Owner, f family, want []natchain.Chain) error
 	// gc deletes the chains with one of prefixes that kept lacks.
-	gc(ctx context.Context, f family, prefixes []string, kept map[string]bool) error
+	gc(ctx context.Context, c *call, f family, prefixes []string, kept map[string]bool) error
 	// mapped returns the host ports the owner's DNAT chain forwards.
 	mapped(ctx context.Context, c *call, o fwapi.Owner, f family) ([]fwapi.PortMapping, error)
 }

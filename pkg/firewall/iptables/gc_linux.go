@@ -4,14 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"maps"
-	"net"
 	"os/exec"
-	"regexp"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
 
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
@@ -30,9 +24,11 @@ func (b *Backend) GC(ctx context.Context, plugin, network string, keep []fwapi.O
 			kept[c] = true
 		}
 	}
+	c := &call{}
+	defer c.close()
 	var errs []error
 	for _, f := range families {
-		errs = append(errs, b.w.gc(ctx, f, natchain.NetPrefixes(plugin, network), kept))
+		errs = append(errs, b.w.gc(ctx, c, f, natchain.NetPrefixes(plugin, network), kept))
 	}
 	errs = append(errs, nftmodel.GC(plugin, network, keep))
 	return errors.Join(errs...)
@@ -40,7 +36,7 @@ func (b *Backend) GC(ctx context.Context, plugin, network string, keep []fwapi.O
 
 // gc deletes the stale chains of one family and the jumps into them.
 // Equivalent to: iptables-save -t nat, then iptables-restore --noflush
-func (l *legacy) gc(ctx context.Context, f family, prefixes []string, kept map[string]bool) error {
+func (l *legacy) gc(ctx context.Context, _ *call, f family, prefixes []string, kept map[string]bool) error {
 	t := l.tools(f)
 	cmd := exec.CommandContext(ctx, t.save, "-t", "nat")
 	var out, stderr bytes.Buffer
@@ -49,19 +45,21 @@ func (l *legacy) gc(ctx context.Context, f family, prefixes []string, kept map[s
 		return types.Errorf(types.ErrIO, "%s -t nat: %w: %s", t.save, err, strings.TrimSpace(stderr.String()))
 	}
 	lines := strings.Split(out.String(), "\n")
-	stale := map[string]bool{}
+	var chains []string
 	for _, l := range lines {
 		if name, ok := strings.CutPrefix(l, ":"); ok {
 			name, _, _ = strings.Cut(name, " ")
-			if hasAnyPrefix(name, prefixes) && !kept[name] {
-				stale[name] = true
-			}
+			chains = append(chains, name)
 		}
 	}
-	if len(stale) == 0 {
+	names := natchain.Stale(chains, prefixes, kept)
+	if len(names) == 0 {
 		return nil
 	}
-	names := slices.Sorted(maps.Keys(stale))
+	stale := map[string]bool{}
+	for _, c := range names {
+		stale[c] = true
+	}
 	payload := []string{"*nat"}
 	for _, c := range names {
 		payload = append(payload, ":"+c+" - [0:0]")
@@ -83,25 +81,6 @@ func (l *legacy) gc(ctx context.Context, f family, prefixes []string, kept map[s
 	}
 	return nil
 }
-
-func hasAnyPrefix(s string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// The expressions are compiled on first use (see listedCommentRE).
-var (
-	dnatRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?:^| )-p (\w+) (?:.* )?--dport (\d+) .*-j DNAT`)
-	})
-	destRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?:^| )(?:-d |-m iprange --dst-range )([^ /-]+)`)
-	})
-)
 
 // Mapped returns the host ports the owner's DNAT chains forward, read back
 // from their rules in each family.
@@ -130,24 +109,9 @@ func (l *legacy) mapped(ctx context.Context, _ *call, o fwapi.Owner, f family) (
 	}
 	var out []fwapi.PortMapping
 	for _, r := range rules {
-		m := dnatRE().FindStringSubmatch(r)
-		if m == nil {
-			continue
+		if m, ok := natchain.ParseDNAT(r); ok {
+			out = append(out, m)
 		}
-		port, _ := strconv.Atoi(m[2])
-		out = append(out, fwapi.PortMapping{HostPort: port, Protocol: m[1], HostIP: mappedHost(r)})
 	}
 	return out, nil
-}
-
-// mappedHost returns the host address a DNAT rule matches (-d, or an
-// iprange match when the user's conditions hold a -d of their own), nil
-// when it matches any; a negated match (a user's condition) is not one.
-func mappedHost(rule string) net.IP {
-	for _, m := range destRE().FindAllStringSubmatchIndex(rule, -1) {
-		if !strings.HasSuffix(rule[:m[0]], "!") {
-			return net.ParseIP(rule[m[2]:m[3]])
-		}
-	}
-	return nil
 }

@@ -140,6 +140,39 @@ func TestGCForgetsJumps(t *testing.T) {
 	})
 }
 
+// TestGCOverNetlinkAlone: on an iptables-nft node GC deletes the stale
+// owners' chains and the jumps into them over netlink, with no
+// iptables-save or iptables-restore to fall back on (&nft{}), and keeps
+// the chains of the owners kept.
+func TestGCOverNetlinkAlone(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	r := fwtest.PortRules(t, func(*fwapi.PortMaps) {})
+	fwtest.InNS(t, func() {
+		primeNAT(t)
+		b := withWriter(&nft{})
+		gone, kept := fwtest.PortOwner, fwtest.PortOwner
+		gone.ContainerID, kept.ContainerID = "gone", "kept"
+		for _, o := range []fwapi.Owner{gone, kept} {
+			if err := b.Ensure(ctx, o, r); err != nil {
+				t.Fatalf("Ensure %s: %v", o, err)
+			}
+		}
+		if err := b.GC(ctx, gone.Plugin, gone.Network, []fwapi.Owner{kept}); err != nil {
+			t.Fatalf("GC: %v", err)
+		}
+		save := saveNAT(t)
+		for _, c := range natchain.OwnerChains(gone) {
+			if strings.Contains(save, c) {
+				t.Errorf("GC left chain %s of the owner not kept, or a jump to it:\n%s", c, save)
+			}
+		}
+		if err := b.Check(ctx, kept, r); err != nil {
+			t.Errorf("Check of the kept owner after GC: %v", err)
+		}
+	})
+}
+
 // TestRemoveAfterTableRebuilt: the nat tables are gone and made again (a
 // reboot whose /run kept our records, or `nft flush ruleset`), so the
 // kernel numbers rules from the start and a new owner's jumps may get the

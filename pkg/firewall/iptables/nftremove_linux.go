@@ -3,6 +3,7 @@ package iptables
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -140,11 +141,60 @@ func (n *nft) check(_ context.Context, c *call, o fwapi.Owner, f family, want []
 	return nil
 }
 
-func (n *nft) gc(ctx context.Context, f family, prefixes []string, kept map[string]bool) error {
-	if n.restore == nil {
-		return errNoFallback
+// gc deletes the family's stale chains (one of prefixes, not kept) and
+// the jumps into them in one netlink transaction; iptables-save and
+// iptables-restore only when that fails and there is a restore writer.
+func (n *nft) gc(ctx context.Context, c *call, f family, prefixes []string, kept map[string]bool) error {
+	nlErr := gcNL(c, f, prefixes, kept)
+	if nlErr == nil {
+		return nil
 	}
-	return n.restore.gc(ctx, f, prefixes, kept)
+	if n.restore == nil {
+		return types.Errorf(types.ErrIO, "%w (%w)", errNoFallback, nlErr)
+	}
+	return errors.Join(nlErr, n.restore.gc(ctx, c, f, prefixes, kept))
+}
+
+// gcNL is gc over netlink: the chains of the nat table, the jumps into the
+// stale ones from a dump of the built-in chains, one transaction.
+func gcNL(c *call, f family, prefixes []string, kept map[string]bool) error {
+	conn, err := c.socket()
+	if err != nil {
+		return err
+	}
+	names, err := conn.Chains(f.proto(), "nat")
+	if err != nil {
+		return err
+	}
+	sorted := natchain.Stale(names, prefixes, kept)
+	if len(sorted) == 0 {
+		return nil
+	}
+	stale := map[string]bool{}
+	for _, name := range sorted {
+		stale[name] = true
+	}
+	jumps, err := dumpedJumps(conn, f, stale)
+	if err != nil {
+		return err
+	}
+	batch := &netfilter.Batch{}
+	for _, j := range jumps {
+		batch.DelRule(f.table(), j.parent, j.handle)
+	}
+	for _, name := range sorted { // flushed first: one may jump to another
+		batch.FlushChain(f.table(), name)
+	}
+	for _, name := range sorted {
+		batch.DelChain(f.table(), name)
+	}
+	if err := conn.Apply(batch); err != nil {
+		return fmt.Errorf("%s: deleting stale chains %v: %w", f, sorted, err)
+	}
+	for _, name := range sorted {
+		forgetChainJumps(f, name)
+	}
+	return nil
 }
 
 // mapped reads the owner's DNAT rules over netlink (xtnft.DumpedDNAT).
