@@ -4,7 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(iproute2 iptables nftables conntrack iputils-ping socat util-linux curl time ethtool)
+# firewalld (and the dbus-daemon it needs) runs only inside the sandbox,
+# on a private bus (test/firewalld); without systemd its package starts
+# nothing on the machine.
+PACKAGES=(iproute2 iptables nftables conntrack iputils-ping socat util-linux curl time ethtool firewalld dbus)
 
 scripts/install-packages.sh install-deps "${PACKAGES[@]}"
 
@@ -15,6 +18,8 @@ GOFLAGS=-mod=mod go mod download
 # the cache.
 ref=$(mktemp -d)
 scripts/reference-plugins.sh "$ref" && echo "install-deps: reference plugins' modules cached"
+REFERENCE_PLUGINS="meta/firewall meta/bandwidth meta/sbr meta/vrf" scripts/reference-plugins.sh "$ref" &&
+	echo "install-deps: the reference plugins test/release chains after ours cached"
 rm -rf "$ref"
 if ! [ -x "$(go env GOPATH)/bin/staticcheck" ]; then
 	echo "install-deps: installing staticcheck"

@@ -6,6 +6,10 @@
 # imported.
 #
 #   scripts/reference-plugins.sh DIR
+#
+# REFERENCE_PLUGINS lists the plugins (paths under plugins/ of the module)
+# to build instead of our five's counterparts: test/release chains
+# "meta/firewall meta/bandwidth meta/sbr" after ours.
 set -euo pipefail
 REFERENCE_VERSION=${REFERENCE_VERSION:-v1.9.1}
 dir=${1:?usage: reference-plugins.sh DIR}
@@ -20,7 +24,9 @@ if [ "${GOPROXY:-}" = off ]; then
 fi
 # Outside our module: its go.mod and -mod=mod have no say here.
 cd /
-GOBIN=$(cd "$dir" && pwd) GOFLAGS= CGO_ENABLED=0 go install \
-	"$mod/main/bridge@$REFERENCE_VERSION" "$mod/ipam/host-local@$REFERENCE_VERSION" \
-	"$mod/meta/portmap@$REFERENCE_VERSION" "$mod/meta/tuning@$REFERENCE_VERSION" \
-	"$mod/main/loopback@$REFERENCE_VERSION"
+plugins=${REFERENCE_PLUGINS:-main/bridge ipam/host-local meta/portmap meta/tuning main/loopback}
+pkgs=()
+for p in $plugins; do
+	pkgs+=("$mod/$p@$REFERENCE_VERSION")
+done
+GOBIN=$(cd "$dir" && pwd) GOFLAGS= CGO_ENABLED=0 go install "${pkgs[@]}"

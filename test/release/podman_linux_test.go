@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	types100 "github.com/containernetworking/cni/pkg/types/100"
 
 	"cnisuite/pkg/ns"
+	"cnisuite/test/firewalld"
 	"cnisuite/test/release/debroot"
 	"cnisuite/test/sandbox"
 )
@@ -46,7 +48,8 @@ type podmanPod struct {
 // root's /usr/lib/cni (our bridge, portmap and tuning, the reference's
 // firewall): ADD, a page through the host port, CHECK, DEL, nothing left.
 // The same with the reference's bandwidth, and its sbr,
-// chained after.
+// chained after; with firewalld running; and all of it again with the
+// reference's current release of firewall, bandwidth and sbr.
 func testPodmanNetwork(t *testing.T, s debroot.Suite) {
 	sandbox.Require(t)
 	need(t, "nft", "tc", "iptables")
@@ -63,19 +66,86 @@ func testPodmanNetwork(t *testing.T, s debroot.Suite) {
 		p.del()
 	})
 	t.Run("bandwidth_chained", func(t *testing.T) { testBandwidth(t, cniPath, data) })
-	t.Run("sbr_chained", func(t *testing.T) {
-		p := newPodmanPod(t, cniPath, withPlugin(t, data, map[string]any{"type": "sbr"}), nil)
-		p.add()
-		rules, err := exec.Command("nsenter", "--net="+p.ctr.Path(), "ip", "rule", "show").CombinedOutput()
-		if want := "from " + p.ip + " lookup 100"; err != nil || !strings.Contains(string(rules), want) {
-			t.Errorf("ip rule in the pod: %v\n%s\nwant sbr's %q", err, rules, want)
-		}
-		// sbr moved the pod's routes from the main table to its own:
-		// bridge's CHECK finds them there.
-		p.check()
-		p.del()
+	t.Run("sbr_chained", func(t *testing.T) { testSBR(t, cniPath, data) })
+	t.Run("firewalld", func(t *testing.T) { testFirewalld(t, cniPath, data) })
+	// The same three after ours, as the reference's current release
+	// builds them (its firewall, bandwidth and sbr found first).
+	t.Run("reference_v1.9.1", func(t *testing.T) {
+		path := referenceChained(t) + ":" + cniPath
+		t.Run("as_shipped", func(t *testing.T) {
+			p := newPodmanPod(t, path, data, nil)
+			p.add()
+			p.check()
+			p.del()
+		})
+		t.Run("bandwidth_chained", func(t *testing.T) { testBandwidth(t, path, data) })
+		t.Run("sbr_chained", func(t *testing.T) { testSBR(t, path, data) })
+		t.Run("firewalld", func(t *testing.T) { testFirewalld(t, path, data) })
 	})
 }
+
+// testSBR chains the reference's sbr: its rule sends the pod's traffic to
+// its own table, where bridge's CHECK finds the routes sbr moved.
+func testSBR(t *testing.T, cniPath string, data []byte) {
+	p := newPodmanPod(t, cniPath, withPlugin(t, data, map[string]any{"type": "sbr"}), nil)
+	p.add()
+	rules, err := exec.Command("nsenter", "--net="+p.ctr.Path(), "ip", "rule", "show").CombinedOutput()
+	if want := "from " + p.ip + " lookup 100"; err != nil || !strings.Contains(string(rules), want) {
+		t.Errorf("ip rule in the pod: %v\n%s\nwant sbr's %q", err, rules, want)
+	}
+	p.check()
+	p.del()
+}
+
+// testFirewalld runs podman's network with firewalld running in the node
+// (a private system bus): the reference's firewall takes its firewalld
+// backend and puts the pod's address in the trusted zone while the pod
+// lives; host ports answer through our portmap beside firewalld's own
+// ruleset, CHECK passes, and DEL leaves neither the source nor anything
+// else; a firewalld reload meanwhile keeps the zone's source.
+func testFirewalld(t *testing.T, cniPath string, data []byte) {
+	p := newPodmanPod(t, cniPath, data, nil)
+	fw := firewalld.Start(t, p.node.Path())
+	p.add()
+	if src := fw.Cmd("--zone=trusted", "--list-sources"); !strings.Contains(src, p.ip) {
+		t.Errorf("trusted zone's sources while the pod lives: %q, want %s (the firewall plugin's firewalld backend)", src, p.ip)
+	}
+	p.check()
+	p.del()
+	if src := fw.Cmd("--zone=trusted", "--list-sources"); strings.Contains(src, p.ip) {
+		t.Errorf("trusted zone's sources after DEL: %q still hold %s", src, p.ip)
+	}
+}
+
+// referenceChained builds the reference's firewall, bandwidth and sbr
+// (scripts/reference-plugins.sh at its pinned version), once per test
+// binary, into the sandbox's TMPDIR.
+func referenceChained(t *testing.T) string {
+	t.Helper()
+	chainedOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "cnisuite-reference-chained-")
+		if err != nil {
+			chainedErr = err
+			return
+		}
+		cmd := exec.Command(filepath.Join(repoRoot(t), "scripts", "reference-plugins.sh"), dir)
+		cmd.Env = append(os.Environ(), "REFERENCE_PLUGINS=meta/firewall meta/bandwidth meta/sbr")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			chainedErr = fmt.Errorf("building the reference's firewall, bandwidth and sbr: %w\n%s", err, out)
+		}
+		chainedDir = dir
+	})
+	if chainedErr != nil {
+		t.Fatal(chainedErr)
+	}
+	return chainedDir
+}
+
+var (
+	chainedOnce sync.Once
+	chainedDir  string
+	chainedErr  error
+)
 
 // testBandwidth chains the reference's bandwidth, limits from the runtime:
 // its qdiscs are on the host veth while the pod lives, and neither they
@@ -120,7 +190,7 @@ func newPodmanPod(t *testing.T, cniPath string, conflist []byte, bandwidth map[s
 		args["bandwidth"] = bandwidth
 	}
 	p := &podmanPod{t: t, node: sandbox.NewNS(t), ctr: sandbox.NewNS(t),
-		rt:   libcni.NewCNIConfigWithCacheDir([]string{cniPath}, t.TempDir(), nil),
+		rt:   libcni.NewCNIConfigWithCacheDir(strings.Split(cniPath, ":"), t.TempDir(), nil),
 		list: sandbox.ConfList(t, string(conflist))}
 	p.rc = &libcni.RuntimeConf{ContainerID: fmt.Sprintf("podman-%d", time.Now().UnixNano()),
 		NetNS: p.ctr.Path(), IfName: "eth0", CapabilityArgs: args}

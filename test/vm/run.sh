@@ -32,7 +32,7 @@ PLAN=${CNISUITE_VM_PLAN:-$HERE/tests.txt}
 # it built in); CNISUITE_VM_MODULES replaces the list.
 MODULES=(bridge veth 8021q dummy br_netfilter nf_tables nft_compat nft_chain_nat nft_nat nft_masq
 	nft_ct nft_fib_inet nft_reject_inet nf_conntrack nf_nat nf_conntrack_netlink xt_MASQUERADE
-	xt_comment xt_conntrack xt_addrtype xt_mark xt_multiport xt_nat iptable_nat ip6table_nat)
+	xt_comment xt_conntrack xt_addrtype xt_mark xt_multiport xt_nat iptable_nat ip6table_nat vrf)
 if [ -n "${CNISUITE_VM_MODULES:-}" ]; then
 	read -r -a MODULES <<<"$CNISUITE_VM_MODULES"
 fi
@@ -138,6 +138,7 @@ build_tests() {
 	else
 		(cd "$ROOT" && CGO_ENABLED=0 GO="$GO" BUILDFLAGS=-trimpath scripts/build.sh "$work/bin" ./plugins/*/*)
 	fi
+	reference_vrf "$work/bin"
 	while read -r name pkg run; do
 		log "building $name ($pkg)"
 		(cd "$ROOT" && CGO_ENABLED=0 "$GO" test -c -o "$work/tests/$name.test" "./$pkg")
@@ -145,6 +146,23 @@ build_tests() {
 	done < <(plan_lines)
 	cp "$HERE/guest.sh" "$work/guest.sh"
 	echo "${MODULES[*]}" >"$work/modules"
+}
+
+# reference_vrf puts the reference's vrf plugin, which this machine kind's
+# kernel cannot run, beside the plugins under test (dir $1): Debian 12's
+# build in ref-debian/, the pinned release (scripts/reference-plugins.sh)
+# in ref-v1.9.1/, for test/vm/smoke's TestVRFChained.
+reference_vrf() {
+	local bin=$1 deb tmp
+	deb=$(compgen -G "/var/cache/cnisuite/debs/containernetworking-plugins_*.deb" | head -n 1) ||
+		die "no containernetworking-plugins package in /var/cache/cnisuite/debs (make deps fetches it)"
+	tmp=$(mktemp -d)
+	dpkg-deb -x "$deb" "$tmp"
+	mkdir -p "$bin/ref-debian"
+	cp "$tmp/usr/lib/cni/vrf" "$bin/ref-debian/vrf"
+	rm -rf "$tmp"
+	log "building the reference's vrf"
+	(cd "$ROOT" && GOPROXY=${GOPROXY:-off} REFERENCE_PLUGINS=meta/vrf scripts/reference-plugins.sh "$bin/ref-v1.9.1")
 }
 
 # boot runs the VM on kernel dir $1 with work directory $2, bounded by

@@ -126,19 +126,7 @@ func (c *chain) attach(t *testing.T, id string, hostPort int) *member {
 // file or a firewall rule naming a or b is left.
 func (c *chain) wantNothingLeft(t *testing.T, a, b *member) {
 	t.Helper()
-	br, err := netlink.LinkByName(c.bridge)
-	if err != nil {
-		t.Fatalf("bridge %s: %v", c.bridge, err)
-	}
-	links, err := netlink.LinkList()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range links {
-		if l.Attrs().MasterIndex == br.Attrs().Index {
-			t.Errorf("port %s left on %s after DEL", l.Attrs().Name, c.bridge)
-		}
-	}
+	wantNoPorts(t, c.bridge)
 	for _, dir := range []string{c.leases, c.tuneDir} {
 		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
