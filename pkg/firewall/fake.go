@@ -25,8 +25,9 @@ type Fake struct {
 	Err error
 	// Conflicts makes Ensure fail with ErrConflict, as the nftables
 	// backend does, when another owner holds a host port (protocol, port
-	// and host address, per family) or a masqueraded address the rules
-	// need. The iptables kind never conflicts: iptables allows duplicates.
+	// or range overlapping the rules', host address, per family) or a
+	// masqueraded address the rules need. The iptables kind never
+	// conflicts: iptables allows duplicates.
 	Conflicts bool
 
 	mu    sync.Mutex
@@ -52,9 +53,14 @@ func (f *Fake) Ensure(_ context.Context, o Owner, r Rules) error {
 	if f.Conflicts && f.Kind != KindIPTables {
 		want := heldKeys(r)
 		for other, rules := range f.state {
-			for k := range heldKeys(rules) {
-				if other != o && want[k] {
-					return types.Errorf(ErrConflict, "%s: %s is held by %s", o, k, other)
+			if other == o {
+				continue
+			}
+			for _, k := range heldKeys(rules) {
+				for _, w := range want {
+					if k.overlaps(w) {
+						return types.Errorf(ErrConflict, "%s: %s is held by %s", o, k, other)
+					}
 				}
 			}
 		}
@@ -63,12 +69,35 @@ func (f *Fake) Ensure(_ context.Context, o Owner, r Rules) error {
 	return nil
 }
 
-// heldKeys are what an owner's rules hold exclusively with nftables: the
-// keys of its map elements for host ports and masqueraded addresses.
-func heldKeys(r Rules) map[string]bool {
-	out := map[string]bool{}
+// heldKey is what an owner's rules hold exclusively with nftables: a
+// masqueraded address, or host ports (first to last) of a protocol, host
+// address ("*": every one) and family.
+type heldKey struct {
+	what        string
+	first, last int
+}
+
+func (k heldKey) overlaps(o heldKey) bool {
+	return k.what == o.what && k.first <= o.last && o.first <= k.last
+}
+
+func (k heldKey) String() string {
+	if k.last > k.first {
+		return fmt.Sprintf("%s %d-%d", k.what, k.first, k.last)
+	}
+	if k.first > 0 {
+		return fmt.Sprintf("%s %d", k.what, k.first)
+	}
+	return k.what
+}
+
+// heldKeys are the keys of an owner's map elements for host ports
+// (single ports and ranges, which must not overlap) and masqueraded
+// addresses.
+func heldKeys(r Rules) []heldKey {
+	var out []heldKey
 	for _, m := range r.Masq {
-		out["masqueraded address "+m.Addr.IP.String()] = true
+		out = append(out, heldKey{what: "masqueraded address " + m.Addr.IP.String()})
 	}
 	if pm := r.PortMaps; pm != nil {
 		for _, v4 := range []bool{true, false} {
@@ -80,7 +109,7 @@ func heldKeys(r Rules) map[string]bool {
 				if h := m.SpecificHost(); h != nil {
 					host = h.String()
 				}
-				out[fmt.Sprintf("host port %s:%d/%s (IPv4 %v)", host, m.HostPort, m.Protocol, v4)] = true
+				out = append(out, heldKey{fmt.Sprintf("host port %s/%s (IPv4 %v)", host, m.Protocol, v4), m.HostPort, m.HostLast()})
 			}
 		}
 	}

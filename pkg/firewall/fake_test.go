@@ -20,6 +20,7 @@ func TestFakeConflicts(t *testing.T) {
 		return fwtest.PortRules(t, func(p *PortMaps) { p.Mappings, p.ContainerV6 = ms, nil })
 	}
 	tcp8080 := PortMapping{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}
+	tcpRange := PortMapping{HostPort: 8000, ContainerPort: 8000, Protocol: "tcp", Range: 101}
 	a, b := fwtest.PortOwner, fwtest.PortOwner
 	b.ContainerID = "ctr2"
 	tests := []struct {
@@ -36,6 +37,11 @@ func TestFakeConflicts(t *testing.T) {
 		{"same masqueraded address", KindNFTables, Rules{Masq: []Masq{{Addr: *fwtest.CIDR(t, "10.88.0.2/16")}}},
 			Rules{Masq: []Masq{{Addr: *fwtest.CIDR(t, "10.88.0.2/16")}}}, true},
 		{"iptables allows duplicates", KindIPTables, ports(tcp8080), ports(tcp8080), false},
+		{"single port inside a range", KindNFTables, ports(tcpRange), ports(PortMapping{HostPort: 8100, ContainerPort: 80, Protocol: "tcp"}), true},
+		{"range over a single port", KindNFTables, ports(tcp8080), ports(PortMapping{HostPort: 8070, ContainerPort: 8070, Protocol: "tcp", Range: 11}), true},
+		{"overlapping ranges", KindNFTables, ports(tcpRange), ports(PortMapping{HostPort: 7990, ContainerPort: 7990, Protocol: "tcp", Range: 11}), true},
+		{"port one past a range", KindNFTables, ports(tcpRange), ports(PortMapping{HostPort: 8101, ContainerPort: 80, Protocol: "tcp"}), false},
+		{"range of another protocol", KindNFTables, ports(tcpRange), ports(PortMapping{HostPort: 8000, ContainerPort: 8000, Protocol: "udp", Range: 101}), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -158,7 +158,47 @@ func (b *Batch) AddMapUserdata(t Table, name string, keyType, keyLen uint32, uda
 	}))
 }
 
-func (b *Batch) elem(msg int, flags netlink.HeaderFlags, t Table, set string, key []byte, chain string) {
+// Attributes of interval maps of concatenations (linux/netfilter/
+// nf_tables.h) that golang.org/x/sys/unix does not name.
+const (
+	setConcat     = 0x80 // NFT_SET_CONCAT
+	setDescConcat = 2    // NFTA_SET_DESC_CONCAT
+	setFieldLen   = 1    // NFTA_SET_FIELD_LEN
+	setElemKeyEnd = 10   // NFTA_SET_ELEM_KEY_END
+)
+
+// AddIntervalMap: add map <t> <name> { type <key> : verdict; flags
+// interval; }, its key a concatenation of fields of the given lengths
+// (unpadded), as nft writes it: flags map, interval and concat, and the
+// field lengths in the set's description (what the kernel's pipapo set
+// needs to match ranges of concatenated keys).
+func (b *Batch) AddIntervalMap(t Table, name string, keyType, keyLen uint32, fieldLens []uint32) {
+	b.setID++
+	b.push(unix.NFT_MSG_NEWSET, netlink.Create, t, encodeAttrs(func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_SET_TABLE, t.Name)
+		ae.String(unix.NFTA_SET_NAME, name)
+		ae.Uint32(unix.NFTA_SET_FLAGS, unix.NFT_SET_MAP|unix.NFT_SET_INTERVAL|setConcat)
+		ae.Uint32(unix.NFTA_SET_KEY_TYPE, keyType)
+		ae.Uint32(unix.NFTA_SET_KEY_LEN, keyLen)
+		ae.Uint32(unix.NFTA_SET_DATA_TYPE, unix.NFT_DATA_VERDICT)
+		ae.Uint32(unix.NFTA_SET_DATA_LEN, 0)
+		ae.Uint32(unix.NFTA_SET_ID, b.setID)
+		ae.Nested(unix.NFTA_SET_DESC, func(d *netlink.AttributeEncoder) error {
+			d.Nested(setDescConcat, func(c *netlink.AttributeEncoder) error {
+				for _, l := range fieldLens {
+					c.Nested(unix.NFTA_LIST_ELEM, func(f *netlink.AttributeEncoder) error {
+						f.Uint32(setFieldLen, l)
+						return nil
+					})
+				}
+				return nil
+			})
+			return nil
+		})
+	}))
+}
+
+func (b *Batch) elem(msg int, flags netlink.HeaderFlags, t Table, set string, key, end []byte, chain string) {
 	b.push(msg, flags, t, encodeAttrs(func(ae *netlink.AttributeEncoder) {
 		ae.String(unix.NFTA_SET_ELEM_LIST_TABLE, t.Name)
 		ae.String(unix.NFTA_SET_ELEM_LIST_SET, set)
@@ -168,6 +208,12 @@ func (b *Batch) elem(msg int, flags netlink.HeaderFlags, t Table, set string, ke
 					k.Bytes(unix.NFTA_DATA_VALUE, key)
 					return nil
 				})
+				if end != nil {
+					e.Nested(setElemKeyEnd, func(k *netlink.AttributeEncoder) error {
+						k.Bytes(unix.NFTA_DATA_VALUE, end)
+						return nil
+					})
+				}
 				if chain != "" {
 					e.Nested(unix.NFTA_SET_ELEM_DATA, func(d *netlink.AttributeEncoder) error {
 						d.Nested(unix.NFTA_DATA_VERDICT, func(v *netlink.AttributeEncoder) error {
@@ -189,13 +235,24 @@ func (b *Batch) elem(msg int, flags netlink.HeaderFlags, t Table, set string, ke
 // AddElem: add element <t> <set> { <key> : jump <chain> }, the key encoded
 // as the kernel holds it.
 func (b *Batch) AddElem(t Table, set string, key []byte, chain string) {
-	b.elem(unix.NFT_MSG_NEWSETELEM, netlink.Create, t, set, key, chain)
+	b.AddElemRange(t, set, key, nil, chain)
+}
+
+// AddElemRange is AddElem with the key of the element's range end, for a
+// map of AddIntervalMap (nil for other maps).
+func (b *Batch) AddElemRange(t Table, set string, key, end []byte, chain string) {
+	b.elem(unix.NFT_MSG_NEWSETELEM, netlink.Create, t, set, key, end, chain)
 }
 
 // DelElem: delete element <t> <set> { <key> }
 func (b *Batch) DelElem(t Table, set string, key []byte) {
+	b.DelElemRange(t, set, key, nil)
+}
+
+// DelElemRange is DelElem with the key of the element's range end.
+func (b *Batch) DelElemRange(t Table, set string, key, end []byte) {
 	b.deleting = true
-	b.elem(unix.NFT_MSG_DELSETELEM, 0, t, set, key, "")
+	b.elem(unix.NFT_MSG_DELSETELEM, 0, t, set, key, end, "")
 }
 
 // AddRule: add rule <t> <chain> <exprs> comment "<comment>"; an empty

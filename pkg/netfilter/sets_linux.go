@@ -1,6 +1,10 @@
 package netfilter
 
 import (
+	"errors"
+	"fmt"
+	"slices"
+
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -65,4 +69,110 @@ func (b *Batch) AddAnonSet(t Table, keyType, keyLen uint32, interval bool, udata
 		})
 	}))
 	return id
+}
+
+// MapElem is an element of a verdict map as the kernel holds it: its key,
+// the key of its range's end (interval maps of concatenations; nil
+// otherwise) and the chain it jumps to.
+type MapElem struct {
+	Key, End []byte
+	Chain    string
+}
+
+// MapElems dumps the elements of a verdict map; a missing table or map
+// yields none.
+// Equivalent to: nft list map <family> <table> <map>
+func (n *Conn) MapElems(family byte, table, set string) ([]MapElem, error) {
+	if len(table) > maxName || len(set) > maxName {
+		return nil, nil
+	}
+	data := encodeAttrs(func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_SET_ELEM_LIST_TABLE, table)
+		ae.String(unix.NFTA_SET_ELEM_LIST_SET, set)
+	})
+	msgs, err := n.execute(netlink.Message{
+		Header: netlink.Header{Type: nftMsgType(unix.NFT_MSG_GETSETELEM), Flags: netlink.Request | netlink.Dump},
+		Data:   append(nfgen(family), data...),
+	})
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing map %s %s: %w", table, set, err)
+	}
+	var out []MapElem
+	for _, m := range msgs {
+		if len(m.Data) < 4 {
+			continue
+		}
+		elems, err := decodeMapElems(m.Data[4:])
+		if err != nil {
+			return nil, fmt.Errorf("listing map %s %s: %w", table, set, err)
+		}
+		out = append(out, elems...)
+	}
+	return out, nil
+}
+
+// decodeMapElems reads the NFTA_SET_ELEM_LIST_ELEMENTS of one message.
+func decodeMapElems(b []byte) ([]MapElem, error) {
+	ad, err := netlink.NewAttributeDecoder(b)
+	if err != nil {
+		return nil, err
+	}
+	var out []MapElem
+	for ad.Next() {
+		if ad.Type() != unix.NFTA_SET_ELEM_LIST_ELEMENTS {
+			continue
+		}
+		ad.Nested(func(list *netlink.AttributeDecoder) error {
+			for list.Next() {
+				var el MapElem
+				list.Nested(func(e *netlink.AttributeDecoder) error {
+					for e.Next() {
+						switch e.Type() {
+						case unix.NFTA_SET_ELEM_KEY:
+							el.Key = dataValue(e.Bytes())
+						case setElemKeyEnd:
+							el.End = dataValue(e.Bytes())
+						case unix.NFTA_SET_ELEM_DATA:
+							el.Chain = verdictOfData(e.Bytes())
+						}
+					}
+					return nil
+				})
+				out = append(out, el)
+			}
+			return nil
+		})
+	}
+	return out, ad.Err()
+}
+
+// dataValue returns the NFTA_DATA_VALUE of nested data attributes.
+func dataValue(b []byte) []byte {
+	ad, err := netlink.NewAttributeDecoder(b)
+	if err != nil {
+		return nil
+	}
+	for ad.Next() {
+		if ad.Type() == unix.NFTA_DATA_VALUE {
+			return slices.Clone(ad.Bytes())
+		}
+	}
+	return nil
+}
+
+// verdictOfData returns the chain of an NFTA_DATA_VERDICT, or "".
+func verdictOfData(b []byte) string {
+	ad, err := netlink.NewAttributeDecoder(b)
+	if err != nil {
+		return ""
+	}
+	for ad.Next() {
+		if ad.Type() == unix.NFTA_DATA_VERDICT {
+			return VerdictChain(ad.Bytes())
+		}
+	}
+	return ""
 }

@@ -96,6 +96,15 @@ func RuleCases(t testing.TB) []Case {
 				{HostPort: 9090, ContainerPort: 90, Protocol: "sctp", HostIP: net.ParseIP("2001:db8::10")},
 			}
 		})},
+		{"portmap_ranges", PortOwner, PortRules(t, func(p *fwapi.PortMaps) {
+			p.Mappings = []fwapi.PortMapping{
+				{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"},
+				{HostPort: 8000, ContainerPort: 8000, Protocol: "tcp", Range: 101},
+				{HostPort: 5000, ContainerPort: 5000, Protocol: "udp", Range: 10, HostIP: net.ParseIP("192.0.2.10")},
+				{HostPort: 5005, ContainerPort: 5005, Protocol: "udp", Range: 10, HostIP: net.ParseIP("192.0.2.11")},
+				{HostPort: 6000, ContainerPort: 6000, Protocol: "sctp", Range: 5, HostIP: net.ParseIP("2001:db8::10")},
+			}
+		})},
 		{"portmap_snat_off", PortOwner, PortRules(t, func(p *fwapi.PortMaps) { p.SNAT = false })},
 		{"portmap_masqall", PortOwner, PortRules(t, func(p *fwapi.PortMaps) { p.MasqAll = true })},
 		{"portmap_conditions_nft", PortOwner, PortRules(t, func(p *fwapi.PortMaps) {

@@ -123,12 +123,40 @@ type PortMaps struct {
 	ConditionsV4, ConditionsV6 []string
 }
 
-// PortMapping is one host port forwarded to a container port.
+// PortMapping is one host port forwarded to a container port, or a range
+// of them: Range ports from HostPort, each to the same port of the
+// container (ContainerPort equals HostPort then; see portmap's README).
 type PortMapping struct {
 	HostPort      int
 	ContainerPort int
 	Protocol      string // tcp, udp, sctp
 	HostIP        net.IP // nil or unspecified: every local address of the family
+	// Range is the number of ports mapped; 0 and 1 both mean one.
+	Range int
+}
+
+// IsRange reports whether the mapping forwards more than one port.
+func (m PortMapping) IsRange() bool { return m.Range > 1 }
+
+// HostLast returns the last host port of the mapping.
+func (m PortMapping) HostLast() int { return m.HostPort + max(m.Range, 1) - 1 }
+
+// ContainerLast returns the last container port of the mapping.
+func (m PortMapping) ContainerLast() int { return m.ContainerPort + max(m.Range, 1) - 1 }
+
+// HostPorts writes the host ports: "8080", or "8000-8100" for a range,
+// as nft writes them.
+func (m PortMapping) HostPorts() string {
+	if m.IsRange() {
+		return fmt.Sprintf("%d-%d", m.HostPort, m.HostLast())
+	}
+	return fmt.Sprint(m.HostPort)
+}
+
+// Overlaps reports whether m and o forward a common host port of the same
+// protocol.
+func (m PortMapping) Overlaps(o PortMapping) bool {
+	return m.Protocol == o.Protocol && m.HostPort <= o.HostLast() && o.HostPort <= m.HostLast()
 }
 
 // Backend programs the rules of attachments.

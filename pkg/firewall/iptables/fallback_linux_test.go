@@ -236,7 +236,9 @@ func TestMappedOverNetlink(t *testing.T) {
 					p.Mappings = append(p.Mappings,
 						fwapi.PortMapping{HostPort: 9090, ContainerPort: 90, Protocol: "sctp"},
 						fwapi.PortMapping{HostPort: 8081, ContainerPort: 81, Protocol: "tcp", HostIP: net.ParseIP("192.0.2.10")},
-						fwapi.PortMapping{HostPort: 8082, ContainerPort: 82, Protocol: "udp", HostIP: net.ParseIP("2001:db8::10")})
+						fwapi.PortMapping{HostPort: 8082, ContainerPort: 82, Protocol: "udp", HostIP: net.ParseIP("2001:db8::10")},
+						fwapi.PortMapping{HostPort: 7000, ContainerPort: 7000, Protocol: "udp", Range: 11},
+						fwapi.PortMapping{HostPort: 6000, ContainerPort: 6000, Protocol: "sctp", Range: 3, HostIP: net.ParseIP("192.0.2.10")})
 				})
 				if err := New().Ensure(ctx, fwtest.PortOwner, r); err != nil {
 					t.Fatalf("Ensure: %v", err)
@@ -246,7 +248,7 @@ func TestMappedOverNetlink(t *testing.T) {
 				if nl != text {
 					t.Errorf("Mapped over netlink = %s\nwant (iptables -S) %s", nl, text)
 				}
-				for _, want := range []string{"{9090 0 sctp <nil>}", "{8081 0 tcp 192.0.2.10}", "{8082 0 udp 2001:db8::10}"} {
+				for _, want := range []string{"{9090 0 sctp <nil> 0}", "{8081 0 tcp 192.0.2.10 0}", "{8082 0 udp 2001:db8::10 0}", "{7000 0 udp <nil> 11}", "{6000 0 sctp 192.0.2.10 3}"} {
 					if !strings.Contains(nl, want) {
 						t.Errorf("Mapped = %s, want %s among them", nl, want)
 					}

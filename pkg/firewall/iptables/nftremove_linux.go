@@ -214,7 +214,11 @@ func (n *nft) mapped(_ context.Context, c *call, o fwapi.Owner, f family) ([]fwa
 	var out []fwapi.PortMapping
 	for _, r := range rules {
 		if m, ok := xtnft.DumpedDNAT(r.Exprs, f.v4); ok {
-			out = append(out, fwapi.PortMapping{HostPort: m.Port, Protocol: m.Protocol, HostIP: m.Host})
+			pm := fwapi.PortMapping{HostPort: m.Port, Protocol: m.Protocol, HostIP: m.Host}
+			if m.Last > m.Port {
+				pm.Range = m.Last - m.Port + 1
+			}
+			out = append(out, pm)
 		}
 	}
 	return out, nil

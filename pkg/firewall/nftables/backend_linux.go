@@ -51,6 +51,9 @@ func (b *Backend) Ensure(ctx context.Context, o fwapi.Owner, r fwapi.Rules) erro
 		return types.Errorf(types.ErrIO, "%w", err)
 	}
 	defer conn.Close()
+	if err := nftmodel.CrossConflict(conn, o, desired); err != nil {
+		return err
+	}
 	return nftmodel.Ensure(ctx, conn, o, desired, skels)
 }
 
@@ -85,7 +88,7 @@ func (b *Backend) GC(_ context.Context, plugin, network string, keep []fwapi.Own
 
 // Mapped returns the host ports of the owner's DNAT chains, read from the
 // map elements their rules' comments name ("ports:udp . 53",
-// "hostip_ports:192.0.2.1 . tcp . 80").
+// "hostip_ports:192.0.2.1 . tcp . 80", "port_ranges:tcp . 8000-8100").
 func (b *Backend) Mapped(_ context.Context, o fwapi.Owner) ([]fwapi.PortMapping, error) {
 	conn, err := netfilter.Dial()
 	if err != nil {
@@ -115,15 +118,20 @@ func mappingOfElem(el nftmodel.Elem) (fwapi.PortMapping, bool) {
 	parts := strings.Split(el.Key, " . ")
 	var host net.IP
 	switch {
-	case el.Set == "ports" && len(parts) == 2:
-	case el.Set == "hostip_ports" && len(parts) == 3:
+	case (el.Set == "ports" || el.Set == "port_ranges") && len(parts) == 2:
+	case (el.Set == "hostip_ports" || el.Set == "hostip_port_ranges") && len(parts) == 3:
 		host, parts = net.ParseIP(parts[0]), parts[1:]
 	default:
 		return fwapi.PortMapping{}, false
 	}
-	port, err := strconv.Atoi(parts[1])
+	first, last, isRange := strings.Cut(parts[1], "-")
+	port, err := strconv.Atoi(first)
 	if err != nil {
 		return fwapi.PortMapping{}, false
 	}
-	return fwapi.PortMapping{HostPort: port, Protocol: parts[0], HostIP: host}, true
+	m := fwapi.PortMapping{HostPort: port, Protocol: parts[0], HostIP: host}
+	if end, err := strconv.Atoi(last); isRange && err == nil && end > port {
+		m.Range = end - port + 1
+	}
+	return m, true
 }

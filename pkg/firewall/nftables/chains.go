@@ -3,6 +3,7 @@ package nftables
 import (
 	"fmt"
 	"net"
+	"strings"
 
 	"cnisuite/pkg/firewall/bridgechains"
 	"cnisuite/pkg/firewall/fwapi"
@@ -83,7 +84,9 @@ func masqChain(o fwapi.Owner, ms []fwapi.Masq, v4 bool) nftmodel.Chain {
 	return c
 }
 
-// dnatChain holds one DNAT rule per mapping of the family.
+// dnatChain holds one DNAT rule per mapping of the family. A range is one
+// rule, dispatched to by one interval element, and keeps each port as it
+// is.
 func dnatChain(o fwapi.Owner, pm *fwapi.PortMaps, v4 bool) nftmodel.Chain {
 	_, _, table := familyWords(v4)
 	cip, conds := pm.ContainerV6, pm.ConditionsV6
@@ -92,13 +95,19 @@ func dnatChain(o fwapi.Owner, pm *fwapi.PortMaps, v4 bool) nftmodel.Chain {
 	}
 	c := nftmodel.Chain{Table: table, Name: nftmodel.ChainName(nftmodel.PrefixDNAT, o)}
 	for _, m := range fwapi.ForFamily(pm.Mappings, v4) {
-		elem := &nftmodel.Elem{Set: "ports", Key: fmt.Sprintf("%s . %d", m.Protocol, m.HostPort)}
+		set, hostSet := "ports", "hostip_ports"
+		dport, dnat := nftrule.Dport(m.Protocol, m.HostPort), nftrule.DNATTo(v4, cip.IP, m.ContainerPort)
+		if m.IsRange() {
+			set, hostSet = "port_ranges", "hostip_port_ranges"
+			dport, dnat = nftrule.DportRange(m.Protocol, m.HostPort, m.HostLast()), nftrule.DNATAddr(v4, cip.IP)
+		}
+		elem := &nftmodel.Elem{Set: set, Key: fmt.Sprintf("%s . %s", m.Protocol, m.HostPorts())}
 		parts := []nftrule.Part{nftrule.Words(conds)}
 		if h := m.SpecificHost(); h != nil {
-			elem = &nftmodel.Elem{Set: "hostip_ports", Key: fmt.Sprintf("%s . %s . %d", h, m.Protocol, m.HostPort)}
+			elem = &nftmodel.Elem{Set: hostSet, Key: fmt.Sprintf("%s . %s . %s", h, m.Protocol, m.HostPorts())}
 			parts = append(parts, nftrule.Addr(v4, "daddr", fwapi.HostNet(h).IP, false))
 		}
-		parts = append(parts, nftrule.Dport(m.Protocol, m.HostPort), nftrule.DNATTo(v4, cip.IP, m.ContainerPort))
+		parts = append(parts, dport, dnat)
 		c.Rules = append(c.Rules, nftmodel.Build(elem, parts...))
 	}
 	return c
@@ -126,16 +135,44 @@ func hairpinChain(o fwapi.Owner, pm *fwapi.PortMaps, v4 bool) nftmodel.Chain {
 		sources = append(sources, nftrule.Addr(v4, "saddr", net.IPv4(127, 0, 0, 1).To4(), false))
 	}
 	seen := map[string]bool{}
-	for _, m := range fwapi.ForFamily(pm.Mappings, v4) {
-		key := fmt.Sprintf("%s . %s . %d", fwapi.HostNet(cip.IP).IP, m.Protocol, m.ContainerPort)
-		if seen[key] {
+	for _, el := range hairpinElems(fwapi.HostNet(cip.IP).IP, fwapi.ForFamily(pm.Mappings, v4)) {
+		if seen[el.Key] {
 			continue
 		}
-		seen[key] = true
-		elem := &nftmodel.Elem{Set: "hairpins", Key: key}
+		seen[el.Key] = true
+		proto := strings.Split(el.Key, " . ")[1]
 		for _, src := range sources {
-			c.Rules = append(c.Rules, nftmodel.Build(elem, nftrule.Words(conds), src, nftrule.L4Proto(m.Protocol), nftrule.Masquerade))
+			c.Rules = append(c.Rules, nftmodel.Build(&el, nftrule.Words(conds), src, nftrule.L4Proto(proto), nftrule.Masquerade))
 		}
 	}
 	return c
+}
+
+// hairpinElems returns the hairpin map elements of the mappings, in their
+// order: one per container port, and one per range of container ports,
+// ranges that overlap (the same ports mapped from two host addresses)
+// merged, since interval elements must not overlap.
+func hairpinElems(ip net.IP, ms []fwapi.PortMapping) []nftmodel.Elem {
+	var out []nftmodel.Elem
+	var ranges []fwapi.PortMapping
+	for _, m := range ms {
+		if !m.IsRange() {
+			out = append(out, nftmodel.Elem{Set: "hairpins", Key: fmt.Sprintf("%s . %s . %d", ip, m.Protocol, m.ContainerPort)})
+			continue
+		}
+		r := fwapi.PortMapping{Protocol: m.Protocol, HostPort: m.ContainerPort, Range: m.Range}
+		for i := 0; i < len(ranges); i++ {
+			if o := ranges[i]; o.Overlaps(r) {
+				first, last := min(o.HostPort, r.HostPort), max(o.HostLast(), r.HostLast())
+				r = fwapi.PortMapping{Protocol: r.Protocol, HostPort: first, Range: last - first + 1}
+				ranges = append(ranges[:i], ranges[i+1:]...)
+				i = -1 // merged: look at the others again
+			}
+		}
+		ranges = append(ranges, r)
+	}
+	for _, r := range ranges {
+		out = append(out, nftmodel.Elem{Set: "hairpin_ranges", Key: fmt.Sprintf("%s . %s . %s", ip, r.Protocol, r.HostPorts())})
+	}
+	return out
 }

@@ -11,6 +11,14 @@
 // (the same host port, source address or interface) makes Ensure fail with
 // fwapi.ErrConflict.
 //
+// A port range is one element of an interval map (port_ranges,
+// hostip_port_ranges, hairpin_ranges), beside the maps of single ports,
+// whose flags cannot change while running pods' elements are in them; the
+// range maps and their chains join a table's skeleton only for an owner
+// with a range. An overlap the kernel does not refuse (a range against a
+// single port, a range around another) is found by reading the maps
+// before the transaction (nftmodel.CrossConflict).
+//
 // Only traffic addressed to the node reaches the port maps (prerouting and
 // output jump to them behind "fib daddr type local"). Hairpin and localhost
 // connections are masqueraded in postrouting: DNATed connections reach the

@@ -77,6 +77,10 @@ func readSkeleton(conn *netfilter.Conn, s Skeleton) (intact, hasRules bool, err 
 func writeSkeleton(b *netfilter.Batch, s Skeleton, rewrite bool) {
 	b.AddTable(s.Table)
 	for _, m := range s.Maps {
+		if m.Interval {
+			b.AddIntervalMap(s.Table, m.Name, m.keyType(s.Table), m.keyLen(s.Table), m.fieldLens(s.Table))
+			continue
+		}
 		b.AddMapUserdata(s.Table, m.Name, m.keyType(s.Table), m.keyLen(s.Table), m.userdata())
 	}
 	for _, c := range s.Chains {
@@ -193,24 +197,24 @@ func addSets(b *netfilter.Batch, t Table, r Rule) []expr.Any {
 
 // addElem: add element <t> <set> { <key> : jump <chain> }
 func addElem(b *netfilter.Batch, t Table, el Elem, chain string) {
-	key, err := ElemKey(t, el)
+	key, end, err := ElemKeys(t, el)
 	if err != nil {
 		b.Fail(err)
 		return
 	}
-	b.AddElem(t, el.Set, key, chain)
+	b.AddElemRange(t, el.Set, key, end, chain)
 }
 
 func removeElem(b *netfilter.Batch, t Table, chain string, el Elem, safe bool) {
 	if safe {
 		addElem(b, t, el, chain)
 	}
-	key, err := ElemKey(t, el)
+	key, end, err := ElemKeys(t, el)
 	if err != nil {
 		b.Fail(err)
 		return
 	}
-	b.DelElem(t, el.Set, key)
+	b.DelElemRange(t, el.Set, key, end)
 }
 
 // RemoveChain deletes an owner chain and the map elements leading to it.

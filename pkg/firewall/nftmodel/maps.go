@@ -24,28 +24,36 @@ var keyTypes = map[string]struct {
 	"addr6":   {8, 8, 16},
 }
 
-// Map is a verdict map; Fields name the datatypes of its key.
+// Map is a verdict map; Fields name the datatypes of its key. An
+// Interval map's elements may cover a range of ports ("tcp . 8000-8100"),
+// its last field; the kernel refuses an element overlapping another.
 type Map struct {
-	Name   string
-	Fields []string
+	Name     string
+	Fields   []string
+	Interval bool
 }
 
 // Maps are the maps of our tables, by name: removing an owner chain
 // encodes the keys of its elements whatever table it is in.
 var Maps = map[string]Map{
-	"sources":      {"sources", []string{"addr"}},
-	"ports":        {"ports", []string{"proto", "service"}},
-	"hostip_ports": {"hostip_ports", []string{"addr", "proto", "service"}},
-	"hairpins":     {"hairpins", []string{"addr", "proto", "service"}},
-	"ifaces":       {"ifaces", []string{"ifname"}},
-	"icc_from":     {"icc_from", []string{"ifname"}},
-	"icc_to":       {"icc_to", []string{"ifname"}},
-	"icc_addrs4":   {"icc_addrs4", []string{"addr4"}},
-	"icc_addrs6":   {"icc_addrs6", []string{"addr6"}},
-	"iso_from":     {"iso_from", []string{"ifname"}},
-	"iso_to":       {"iso_to", []string{"ifname"}},
-	"iso_into":     {"iso_into", []string{"ifname"}},
-	"ingress":      {"ingress", []string{"ifname"}},
+	"sources":      {"sources", []string{"addr"}, false},
+	"ports":        {"ports", []string{"proto", "service"}, false},
+	"hostip_ports": {"hostip_ports", []string{"addr", "proto", "service"}, false},
+	"hairpins":     {"hairpins", []string{"addr", "proto", "service"}, false},
+	// Port ranges: maps of their own, since a map's flags cannot change
+	// under the elements of running pods (portmap's README).
+	"port_ranges":        {"port_ranges", []string{"proto", "service"}, true},
+	"hostip_port_ranges": {"hostip_port_ranges", []string{"addr", "proto", "service"}, true},
+	"hairpin_ranges":     {"hairpin_ranges", []string{"addr", "proto", "service"}, true},
+	"ifaces":             {"ifaces", []string{"ifname"}, false},
+	"icc_from":           {"icc_from", []string{"ifname"}, false},
+	"icc_to":             {"icc_to", []string{"ifname"}, false},
+	"icc_addrs4":         {"icc_addrs4", []string{"addr4"}, false},
+	"icc_addrs6":         {"icc_addrs6", []string{"addr6"}, false},
+	"iso_from":           {"iso_from", []string{"ifname"}, false},
+	"iso_to":             {"iso_to", []string{"ifname"}, false},
+	"iso_into":           {"iso_into", []string{"ifname"}, false},
+	"ingress":            {"ingress", []string{"ifname"}, false},
 }
 
 var typeNames = map[string][2]string{
@@ -113,31 +121,72 @@ func (m Map) keyLen(t Table) uint32 {
 	return n
 }
 
+// fieldLens are the lengths of the key's fields, unpadded: what the
+// kernel needs to hold a concatenation in an interval map.
+func (m Map) fieldLens(t Table) []uint32 {
+	out := make([]uint32, len(m.Fields))
+	for i, f := range m.Fields {
+		out[i] = fieldSize(t, f)
+	}
+	return out
+}
+
 // ElemKey encodes an element key written as text ("10.0.0.2 . tcp . 80").
 // google/nftables takes keys as bytes too (SetElement.Key) and encodes no
 // text: our elements are written in our comments as text, so the encoding
 // lives here, next to the map types it follows.
 func ElemKey(t Table, el Elem) ([]byte, error) {
+	key, _, err := ElemKeys(t, el)
+	return key, err
+}
+
+// ElemKeys is ElemKey for any map: for an element of an Interval map it
+// also returns the key of the range's end ("tcp . 8000-8100" gives the
+// keys of "tcp . 8000" and "tcp . 8100"; a single port is a range of one).
+func ElemKeys(t Table, el Elem) (key, end []byte, err error) {
 	m, ok := Maps[el.Set]
 	if !ok {
-		return nil, fmt.Errorf("unknown map %q", el.Set)
+		return nil, nil, fmt.Errorf("unknown map %q", el.Set)
 	}
 	parts := strings.Split(el.Key, " . ")
 	if len(parts) != len(m.Fields) {
-		return nil, fmt.Errorf("map %s: key %q does not have %d fields", el.Set, el.Key, len(m.Fields))
+		return nil, nil, fmt.Errorf("map %s: key %q does not have %d fields", el.Set, el.Key, len(m.Fields))
 	}
-	var key []byte
 	for i, f := range m.Fields {
-		b, err := fieldBytes(t, f, parts[i])
+		first, last := parts[i], parts[i]
+		if m.Interval && i == len(m.Fields)-1 {
+			if a, b, found := strings.Cut(first, "-"); found {
+				first, last = a, b
+			}
+		}
+		bf, err := fieldBytes(t, f, first)
+		if err == nil && last != first {
+			var bl []byte
+			bl, err = fieldBytes(t, f, last)
+			if err == nil && string(bl) < string(bf) {
+				err = fmt.Errorf("range %q ends before it starts", parts[i])
+			}
+			end = append(end, pad(m, bl)...)
+		} else {
+			end = append(end, pad(m, bf)...)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("map %s: key %q: %w", el.Set, el.Key, err)
+			return nil, nil, fmt.Errorf("map %s: key %q: %w", el.Set, el.Key, err)
 		}
-		if len(m.Fields) > 1 {
-			b = append(b, make([]byte, (4-len(b)%4)%4)...)
-		}
-		key = append(key, b...)
+		key = append(key, pad(m, bf)...)
 	}
-	return key, nil
+	if !m.Interval {
+		end = nil
+	}
+	return key, end, nil
+}
+
+// pad fills a field of a concatenation to whole 32-bit registers.
+func pad(m Map, b []byte) []byte {
+	if len(m.Fields) > 1 {
+		b = append(b, make([]byte, (4-len(b)%4)%4)...)
+	}
+	return b
 }
 
 func fieldBytes(t Table, f, s string) ([]byte, error) {

@@ -56,7 +56,7 @@ func dropElemsTo(conn *nftables.Conn, e Existing) error {
 		var drop []nftables.SetElement
 		for _, el := range elems {
 			if netfilter.VerdictChain(el.Val) == e.Name {
-				drop = append(drop, nftables.SetElement{Key: el.Key})
+				drop = append(drop, nftables.SetElement{Key: el.Key, KeyEnd: el.KeyEnd})
 			}
 		}
 		if len(drop) > 0 {

@@ -112,6 +112,16 @@ func Dport(proto string, port int) Part {
 		&expr.Cmp{Op: expr.CmpOpEq, Register: Reg1, Data: binary.BigEndian.AppendUint16(nil, uint16(port))})}
 }
 
+// DportRange matches a range of destination ports of the protocol:
+// `tcp dport 8000-8100`.
+func DportRange(proto string, first, last int) Part {
+	_, l4, _ := L4Proto(proto).render(0)
+	return part{proto + " dport " + strconv.Itoa(first) + "-" + strconv.Itoa(last), append(l4,
+		&expr.Payload{DestRegister: Reg1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		&expr.Cmp{Op: expr.CmpOpGte, Register: Reg1, Data: binary.BigEndian.AppendUint16(nil, uint16(first))},
+		&expr.Cmp{Op: expr.CmpOpLte, Register: Reg1, Data: binary.BigEndian.AppendUint16(nil, uint16(last))})}
+}
+
 // IfName matches the input (iif) or output (oif) interface's name:
 // `iifname "cni0"`, `oifname != "cni0"`.
 func IfName(iif bool, name string, neg bool) Part {
@@ -172,28 +182,36 @@ func Jump(chain string) Part {
 	return part{"jump " + chain, []expr.Any{&expr.Verdict{Kind: expr.VerdictJump, Chain: chain}}}
 }
 
+// nfproto is the NAT family of an address: NFPROTO_IPV4 or NFPROTO_IPV6.
+func nfproto(v4 bool) uint32 {
+	if v4 {
+		return 2
+	}
+	return 10
+}
+
 // DNATTo is "dnat to <ip>:<port>" ("[ip6]:port").
 func DNATTo(v4 bool, ip net.IP, port int) Part {
-	family := uint32(10) // NFPROTO_IPV6
-	if v4 {
-		family = 2 // NFPROTO_IPV4
-	}
 	return part{"dnat to " + net.JoinHostPort(ip.String(), strconv.Itoa(port)), []expr.Any{
 		&expr.Immediate{Register: Reg1, Data: FamIP(v4, ip)},
 		&expr.Immediate{Register: Reg2, Data: binary.BigEndian.AppendUint16(nil, uint16(port))},
-		&expr.NAT{Type: expr.NATTypeDestNAT, Family: family, RegAddrMin: Reg1, RegProtoMin: Reg2, Specified: true},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: nfproto(v4), RegAddrMin: Reg1, RegProtoMin: Reg2, Specified: true},
+	}}
+}
+
+// DNATAddr is "dnat to <ip>": the destination port stays as it is.
+func DNATAddr(v4 bool, ip net.IP) Part {
+	return part{"dnat to " + ip.String(), []expr.Any{
+		&expr.Immediate{Register: Reg1, Data: FamIP(v4, ip)},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: nfproto(v4), RegAddrMin: Reg1},
 	}}
 }
 
 // SNATTo is "snat to <ip>": the source address becomes ip.
 func SNATTo(v4 bool, ip net.IP) Part {
-	family := uint32(10) // NFPROTO_IPV6
-	if v4 {
-		family = 2 // NFPROTO_IPV4
-	}
 	return part{"snat to " + ip.String(), []expr.Any{
 		&expr.Immediate{Register: Reg1, Data: FamIP(v4, ip)},
-		&expr.NAT{Type: expr.NATTypeSourceNAT, Family: family, RegAddrMin: Reg1},
+		&expr.NAT{Type: expr.NATTypeSourceNAT, Family: nfproto(v4), RegAddrMin: Reg1},
 	}}
 }
 

@@ -46,11 +46,14 @@ type PortMapEntry struct {
 	ContainerPort int    `json:"containerPort"`
 	Protocol      string `json:"protocol"`
 	HostIP        string `json:"hostIP,omitempty"`
+	// Range, netavark's key, maps Range ports from HostPort, each to the
+	// same container port; nil or 1: one port.
+	Range *int `json:"range,omitempty"`
 }
 
-// mappingKeys are the keys of a port mapping, as the portMappings
-// capability convention names them.
-var mappingKeys = map[string]bool{"hostPort": true, "containerPort": true, "protocol": true, "hostIP": true}
+// mappingKeys are the keys of a port mapping: the four the portMappings
+// capability convention names, and netavark's range.
+var mappingKeys = map[string]bool{"hostPort": true, "containerPort": true, "protocol": true, "hostIP": true, "range": true}
 
 // UnknownMappingKeys names the keys of runtimeConfig.portMappings entries
 // that the plugin does not know ("runtimeConfig.portMappings[1].range"), in
@@ -125,6 +128,27 @@ func (c *Config) Validate() error {
 	for i, m := range c.RuntimeConfig.PortMaps {
 		errs = append(errs, m.validate(i))
 	}
+	errs = append(errs, c.rangeOverlaps())
+	return errors.Join(errs...)
+}
+
+// rangeOverlaps refuses a range that shares a host port with another
+// mapping of the same protocol and host address: nftables holds each
+// range as one interval element, which must not overlap another.
+// (Identical single ports stay allowed, as before ranges.)
+func (c *Config) rangeOverlaps() error {
+	var errs []error
+	ms := c.mappings()
+	for i := range ms {
+		for j := 0; j < i; j++ {
+			a, b := ms[i], ms[j]
+			if (a.IsRange() || b.IsRange()) && a.HostIP.Equal(b.HostIP) && a.Overlaps(b) {
+				errs = append(errs, types.Errorf(types.ErrInvalidConfig,
+					"runtimeConfig.portMappings[%d] (host ports %s/%s): overlaps runtimeConfig.portMappings[%d] (%s/%s)",
+					i, a.HostPorts(), a.Protocol, j, b.HostPorts(), b.Protocol))
+			}
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -145,7 +169,25 @@ func (m PortMapEntry) validate(i int) error {
 	if m.HostIP != "" && net.ParseIP(m.HostIP) == nil {
 		errs = append(errs, types.Errorf(types.ErrInvalidConfig, "%s.hostIP %q: not an IP address", field, m.HostIP))
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, m.validateRange(field))...)
+}
+
+// validateRange checks the range key: at least 1, the last host port at
+// most 65535, and each host port mapped to the same container port.
+func (m PortMapEntry) validateRange(field string) error {
+	if m.Range == nil {
+		return nil
+	}
+	n := *m.Range
+	switch {
+	case n < 1:
+		return types.Errorf(types.ErrInvalidConfig, "%s.range %d: must be at least 1", field, n)
+	case n > 1 && m.HostPort+n-1 > 65535:
+		return types.Errorf(types.ErrInvalidConfig, "%s.range %d: host ports %d-%d pass 65535", field, n, m.HostPort, m.HostPort+n-1)
+	case n > 1 && m.ContainerPort != m.HostPort:
+		return types.Errorf(types.ErrInvalidConfig, "%s.containerPort %d: a range of %d ports maps each host port to the same container port, so containerPort must equal hostPort %d", field, m.ContainerPort, n, m.HostPort)
+	}
+	return nil
 }
 
 func validChainName(s string) bool {
@@ -207,9 +249,13 @@ func (c *Config) mappings() []firewall.PortMapping {
 		if proto == "" {
 			proto = "tcp"
 		}
-		out = append(out, firewall.PortMapping{
+		pm := firewall.PortMapping{
 			HostPort: m.HostPort, ContainerPort: m.ContainerPort, Protocol: proto, HostIP: net.ParseIP(m.HostIP),
-		})
+		}
+		if m.Range != nil && *m.Range > 1 {
+			pm.Range = *m.Range
+		}
+		out = append(out, pm)
 	}
 	return out
 }

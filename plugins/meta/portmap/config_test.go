@@ -32,6 +32,22 @@ func TestValidate(t *testing.T) {
 		{"nft conditions choose nftables", head + `,"conditionsV4":["ip","saddr","!=","1.2.3.4"]}`, nil, firewall.KindNFTables},
 		{"ipt conditions choose iptables", head + `,"conditionsV4":["!","-s","1.2.3.4"]}`, nil, firewall.KindIPTables},
 		{"injection in a condition", head + `,"conditionsV4":["ip saddr 1.1.1.1\nflush ruleset"]}`, []string{"must not contain a newline"}, ""},
+		{"range", head + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":101}`) + `}`, nil, ""},
+		{"range of one with other ports", head + pm(`{"hostPort":8000,"containerPort":80,"protocol":"tcp","range":1}`) + `}`, nil, ""},
+		{"range zero", head + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":0}`) + `}`,
+			[]string{"runtimeConfig.portMappings[0].range 0: must be at least 1"}, ""},
+		{"range past 65535", head + pm(`{"hostPort":65530,"containerPort":65530,"protocol":"udp","range":7}`) + `}`,
+			[]string{"runtimeConfig.portMappings[0].range 7: host ports 65530-65536 pass 65535"}, ""},
+		{"range to other container ports", head + pm(`{"hostPort":8000,"containerPort":9000,"protocol":"tcp","range":3}`) + `}`,
+			[]string{"runtimeConfig.portMappings[0].containerPort 9000", "must equal hostPort 8000"}, ""},
+		{"ranges overlap", head + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10},`+
+			`{"hostPort":80,"containerPort":80,"protocol":"tcp"},{"hostPort":8009,"containerPort":8009,"protocol":"tcp","range":2}`) + `}`,
+			[]string{"runtimeConfig.portMappings[2] (host ports 8009-8010/tcp): overlaps runtimeConfig.portMappings[0] (8000-8009/tcp)"}, ""},
+		{"range and single port overlap", head + pm(`{"hostPort":8005,"containerPort":80,"protocol":"tcp"},`+
+			`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10}`) + `}`,
+			[]string{"runtimeConfig.portMappings[1] (host ports 8000-8009/tcp): overlaps runtimeConfig.portMappings[0] (8005/tcp)"}, ""},
+		{"ranges of other protocols or addresses", head + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10},`+
+			`{"hostPort":8000,"containerPort":8000,"protocol":"udp","range":10},{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10,"hostIP":"192.0.2.1"}`) + `}`, nil, ""},
 		{"explicit nftables", head + `,"backend":"nftables","markMasqBit":31}`, nil, firewall.KindNFTables},
 	}
 	for _, tc := range tests {

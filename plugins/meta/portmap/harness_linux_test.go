@@ -37,11 +37,15 @@ type pmCtr struct {
 func newPMNet(t testing.TB, version, backend, br string, octet int) *pmNet {
 	t.Helper()
 	sandbox.Require(t)
+	backendKey := fmt.Sprintf(`"backend":%q,`, backend)
+	if backend == "" { // as users write it: no key, the plugin chooses
+		backendKey = ""
+	}
 	conf := fmt.Sprintf(`{"cniVersion":%q,"name":"pm-%s","plugins":[
 	  {"type":"bridge","bridge":%q,"isGateway":true,"isDefaultGateway":true,"hairpinMode":true,
 	   "ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.%d.0.0/24"}],[{"subnet":"fd00:%d::/64"}]]}},
-	  {"type":"portmap","backend":%q,"capabilities":{"portMappings":true}}]}`,
-		version, br, br, t.TempDir(), octet, octet, backend)
+	  {"type":"portmap",%s"capabilities":{"portMappings":true}}]}`,
+		version, br, br, t.TempDir(), octet, octet, backendKey)
 	sandbox.RemoveLinkAtEnd(t, br)
 	return &pmNet{t: t, rt: sandbox.Runtime(t), list: sandbox.ConfList(t, conf)}
 }
@@ -93,30 +97,44 @@ func (c *pmCtr) addr(family int) net.IP {
 // and 53 of every address of both families; they stop with the test.
 func serve(t testing.TB, n *ns.NetNS, id string) {
 	t.Helper()
+	servePorts(t, n, id, []int{80}, []int{53})
+}
+
+// servePorts starts servers answering id inside netns on the TCP and UDP
+// ports given, of every address of both families; they stop with the test.
+func servePorts(t testing.TB, n *ns.NetNS, id string, tcp, udp []int) {
+	t.Helper()
 	var tls []net.Listener
 	var uls []net.PacketConn
 	err := n.Do(func() error {
 		for _, fam := range []string{"4", "6"} {
-			tl, err := net.Listen("tcp"+fam, ":80")
-			if err != nil {
-				return err
+			for _, p := range tcp {
+				tl, err := net.Listen("tcp"+fam, fmt.Sprintf(":%d", p))
+				if err != nil {
+					return err
+				}
+				tls = append(tls, tl)
 			}
-			ul, err := net.ListenPacket("udp"+fam, ":53")
-			if err != nil {
-				return err
+			for _, p := range udp {
+				ul, err := net.ListenPacket("udp"+fam, fmt.Sprintf(":%d", p))
+				if err != nil {
+					return err
+				}
+				uls = append(uls, ul)
 			}
-			tls, uls = append(tls, tl), append(uls, ul)
 		}
 		return nil
 	})
+	for _, tl := range tls {
+		t.Cleanup(func() { tl.Close() })
+		go answerTCP(tl, id)
+	}
+	for _, ul := range uls {
+		t.Cleanup(func() { ul.Close() })
+		go answerUDP(ul, id)
+	}
 	if err != nil {
 		t.Fatalf("starting servers in %s: %v", id, err)
-	}
-	for i := range tls {
-		tl, ul := tls[i], uls[i]
-		t.Cleanup(func() { tl.Close(); ul.Close() })
-		go answerTCP(tl, id)
-		go answerUDP(ul, id)
 	}
 }
 

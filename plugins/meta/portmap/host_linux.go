@@ -49,26 +49,35 @@ func (linuxHost) ReleaseLocalnet(holder string) error {
 }
 
 // FlushUDP deletes UDP conntrack entries by original destination port,
-// over netlink. Equivalent to: conntrack -D -p udp --orig-port-dst $port
-func (linuxHost) FlushUDP(v4 bool, ports []int) error {
+// over netlink: one dump of the table, each entry matched against every
+// span. Equivalent to: conntrack -D -p udp --orig-port-dst $port, per port
+// of each span
+func (linuxHost) FlushUDP(v4 bool, spans []portSpan) error {
 	family := netlink.InetFamily(unix.AF_INET6)
 	if v4 {
 		family = unix.AF_INET
 	}
-	var filters []netlink.CustomConntrackFilter
-	for _, port := range ports {
-		f := &netlink.ConntrackFilter{}
-		if err := f.AddProtocol(unix.IPPROTO_UDP); err != nil {
-			return err
-		}
-		if err := f.AddPort(netlink.ConntrackOrigDstPort, uint16(port)); err != nil {
-			return err
-		}
-		filters = append(filters, f)
-	}
-	_, err := netlink.ConntrackDeleteFilters(netlink.ConntrackTable, family, filters...)
+	_, err := netlink.ConntrackDeleteFilters(netlink.ConntrackTable, family, udpDstFilter(spans))
 	if errors.Is(err, unix.ENOENT) {
 		return nil
 	}
 	return err
+}
+
+// udpDstFilter matches UDP flows whose original destination port lies in
+// one of the spans (netlink.ConntrackFilter takes one port, so a range of
+// thousands would be thousands of filters, each tried on every entry).
+type udpDstFilter []portSpan
+
+func (f udpDstFilter) MatchConntrackFlow(flow *netlink.ConntrackFlow) bool {
+	if flow.Forward.Protocol != unix.IPPROTO_UDP {
+		return false
+	}
+	p := int(flow.Forward.DstPort)
+	for _, s := range f {
+		if s.First <= p && p <= s.Last {
+			return true
+		}
+	}
+	return false
 }

@@ -138,28 +138,44 @@ func TestUDPFollowsReplacement(t *testing.T) {
 			enableForwarding(t)
 			n := newPMNet(t, "1.0.0", backend, fmt.Sprintf("pmrp%d", i), 80+i)
 			client := newPeer(t, fmt.Sprintf("pmrc%d", i), 50+i)
-			old := n.add("ctr-old", mapping(5353, 53, "udp", ""))
-			var conn net.Conn
-			if err := client.ns.Do(func() (err error) {
-				conn, err = net.DialUDP("udp", &net.UDPAddr{Port: 40000}, &net.UDPAddr{IP: client.nodeIP, Port: 5353})
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			if got := exchange(conn); got != "ctr-old" {
-				t.Fatalf("before replacement the flow reached %q, want ctr-old", got)
-			}
-			if err := n.del(old); err != nil {
-				t.Fatalf("DEL old: %v", err)
-			}
-			exchange(conn) // keeps the flow alive while no container is there
-			nw := n.add("ctr-new", mapping(5353, 53, "udp", ""))
-			defer n.del(nw)
-			if got := exchange(conn); got != "ctr-new" {
-				t.Errorf("within a second of the replacement the flow reached %q, want ctr-new", got)
-			}
+			followReplacement(t, n, client, 5353, mapping(5353, 53, "udp", ""), 53)
 		})
+	}
+}
+
+// followReplacement sends from the client to the node's port, mapped by m
+// to the container's ctrPort; replaces the container (DEL, then ADD of
+// another with the same mapping) while the flow goes on; and checks that
+// the next datagram reaches the new container.
+func followReplacement(t *testing.T, n *pmNet, client *peer, port int, m map[string]any, ctrPort int) {
+	t.Helper()
+	add := func(id string) *pmCtr {
+		c := n.add(id, m)
+		if ctrPort != 53 { // add serves 53
+			servePorts(t, c.ns, id, nil, []int{ctrPort})
+		}
+		return c
+	}
+	old := add("ctr-old")
+	var conn net.Conn
+	if err := client.ns.Do(func() (err error) {
+		conn, err = net.DialUDP("udp", &net.UDPAddr{Port: 40000}, &net.UDPAddr{IP: client.nodeIP, Port: port})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if got := exchange(conn); got != "ctr-old" {
+		t.Fatalf("before replacement the flow reached %q, want ctr-old", got)
+	}
+	if err := n.del(old); err != nil {
+		t.Fatalf("DEL old: %v", err)
+	}
+	exchange(conn) // keeps the flow alive while no container is there
+	nw := add("ctr-new")
+	defer n.del(nw)
+	if got := exchange(conn); got != "ctr-new" {
+		t.Errorf("within a second of the replacement the flow reached %q, want ctr-new", got)
 	}
 }
 

@@ -35,7 +35,7 @@ func (h *fakeHost) EnableLocalnet(ip net.IP, holder string) error {
 
 func (h *fakeHost) ReleaseLocalnet(holder string) error { return nil }
 
-func (h *fakeHost) FlushUDP(v4 bool, ports []int) error {
+func (h *fakeHost) FlushUDP(v4 bool, ports []portSpan) error {
 	fam := "v6"
 	if v4 {
 		fam = "v4"
@@ -109,6 +109,9 @@ func TestAddRules(t *testing.T) {
 		{"conditions_ipt", `,"conditionsV4":["!","-s","192.0.2.0/24"]` + maps, []string{firewall.KindIPTables}},
 		{"markbit", `,"markMasqBit":5` + maps, []string{firewall.KindIPTables}},
 		{"external_mark", `,"externalSetMarkChain":"KUBE-MARK-MASQ"` + maps, []string{firewall.KindIPTables}},
+		{"ranges", `,"runtimeConfig":{"portMappings":[{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":101},` +
+			`{"hostPort":5000,"containerPort":5000,"protocol":"udp","range":10,"hostIP":"192.0.2.1"},{"hostPort":53,"containerPort":53,"protocol":"udp"}]}`,
+			[]string{firewall.KindNFTables, firewall.KindIPTables}},
 		{"static_runtimeconfig_v4only", `,"runtimeConfig":{"portMappings":[{"hostPort":9000,"containerPort":90,"protocol":"sctp","hostIP":"0.0.0.0"}]}`,
 			[]string{firewall.KindNFTables}},
 	}
@@ -156,6 +159,39 @@ func TestVerbs(t *testing.T) {
 	}
 	if _, e := h.run(t, "DEL", `{"cniVersion":"1.0.0","name":"net1","type":"portmap"}`); e != nil {
 		t.Errorf("second DEL: %+v", e)
+	}
+}
+
+// TestRangeVerbs: a UDP range's conntrack entries are flushed for the
+// whole range, on ADD and on a DEL that reads the range back from the
+// rules; CHECK finds a range with another end missing; another
+// attachment's port inside the range is refused with code 11.
+func TestRangeVerbs(t *testing.T) {
+	h := newHarness(firewall.KindNFTables)
+	h.fw.Conflicts = true
+	ranged := `,"runtimeConfig":{"portMappings":[{"hostPort":5000,"containerPort":5000,"protocol":"udp","range":10}]}`
+	if _, e := h.run(t, "ADD", conf(ranged)); e != nil {
+		t.Fatalf("ADD: %+v", e)
+	}
+	if got := strings.Join(h.host.flushed, "; "); got != "v4 [5000-5009]; v6 [5000-5009]" {
+		t.Errorf("ADD flushed UDP %q, want the whole range in each family", got)
+	}
+	if _, e := h.run(t, "CHECK", conf(ranged)); e != nil {
+		t.Errorf("CHECK after ADD: %+v", e)
+	}
+	if _, e := h.run(t, "CHECK", conf(strings.Replace(ranged, `"range":10`, `"range":11`, 1))); e == nil || e.Code != types.CodeUnknownContainer {
+		t.Errorf("CHECK of a longer range = %+v, want code 3", e)
+	}
+	inside := `,"runtimeConfig":{"portMappings":[{"hostPort":5009,"containerPort":53,"protocol":"udp"}]}`
+	if _, e := h.run(t, "ADD", conf(inside), "CNI_CONTAINERID=ctr2"); e == nil || e.Code != types.CodeTryAgain {
+		t.Errorf("ADD of a port inside another attachment's range = %+v, want code 11", e)
+	}
+	h.host.flushed = nil
+	if _, e := h.run(t, "DEL", `{"cniVersion":"1.0.0","name":"net1","type":"portmap"}`); e != nil {
+		t.Fatalf("DEL: %+v", e)
+	}
+	if got := strings.Join(h.host.flushed, "; "); got != "v4 [5000-5009]; v6 [5000-5009]" {
+		t.Errorf("DEL without portMappings flushed UDP %q, want the whole range in each family", got)
 	}
 }
 
@@ -270,17 +306,20 @@ func TestUnknownMappingKeysWarned(t *testing.T) {
 	h := newHarness(firewall.KindNFTables)
 	logFile := filepath.Join(t.TempDir(), "calls.log")
 	c := conf(`,"logFile":"` + logFile + `","runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"},` +
-		`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":3,"hostport":1}]}`)
+		`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":3,"count":3,"hostPortEnd":8002}]}`)
 	if _, err := h.run(t, "ADD", c); err != nil {
 		t.Fatalf("ADD: %v", err)
 	}
-	for _, k := range []string{"runtimeConfig.portMappings[1].hostport", "runtimeConfig.portMappings[1].range"} {
+	for _, k := range []string{"runtimeConfig.portMappings[1].count", "runtimeConfig.portMappings[1].hostPortEnd"} {
 		if !strings.Contains(h.stderr, k) {
 			t.Errorf("stderr %q does not name %s", h.stderr, k)
 		}
 		if data, _ := os.ReadFile(logFile); !strings.Contains(string(data), k) {
 			t.Errorf("per-call log %q does not name %s", data, k)
 		}
+	}
+	if strings.Contains(h.stderr, "portMappings[1].range") {
+		t.Errorf("stderr warns about range, a key the plugin knows: %q", h.stderr)
 	}
 	if strings.Contains(h.stderr, "portMappings[0]") {
 		t.Errorf("stderr names the mapping without unknown keys: %q", h.stderr)

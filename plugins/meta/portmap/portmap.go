@@ -27,8 +27,19 @@ type hostOps interface {
 	// ReleaseLocalnet lets go of what EnableLocalnet kept for holder.
 	ReleaseLocalnet(holder string) error
 	// FlushUDP deletes the UDP conntrack entries whose original destination
-	// port is one of ports.
-	FlushUDP(v4 bool, ports []int) error
+	// port lies in one of spans.
+	FlushUDP(v4 bool, spans []portSpan) error
+}
+
+// portSpan is host ports First to Last of a mapping.
+type portSpan struct{ First, Last int }
+
+// String writes "5353", or "8000-8100" for a range.
+func (s portSpan) String() string {
+	if s.Last > s.First {
+		return fmt.Sprintf("%d-%d", s.First, s.Last)
+	}
+	return fmt.Sprint(s.First)
 }
 
 // plugin holds the seams of the portmap verbs.
@@ -128,15 +139,16 @@ func (p *plugin) enableLocalnet(a *skel.CmdArgs, ip net.IP) error {
 	return nil
 }
 
-// flushUDP drops UDP conntrack entries of the host ports, after the rules
-// are in place, so a replaced container gets the flow at once. Failures are
-// reported on stderr only: the mappings themselves work.
+// flushUDP drops UDP conntrack entries of the host ports, every port of a
+// range, after the rules are in place, so a replaced container gets the
+// flow at once. Failures are reported on stderr only: the mappings
+// themselves work.
 func (p *plugin) flushUDP(a *skel.CmdArgs, ms []firewall.PortMapping, v4, v6 bool) {
 	for _, fam := range []struct{ on, v4 bool }{{v4, true}, {v6, false}} {
-		var ports []int
+		var ports []portSpan
 		for _, m := range ms {
 			if m.Protocol == "udp" && (m.HostIP == nil || (m.HostIP.To4() != nil) == fam.v4) {
-				ports = append(ports, m.HostPort)
+				ports = append(ports, portSpan{m.HostPort, m.HostLast()})
 			}
 		}
 		if fam.on && len(ports) > 0 {
@@ -283,8 +295,12 @@ func describe(pm *firewall.PortMaps) []string {
 			if m.HostIP != nil {
 				host = m.HostIP.String()
 			}
+			ctrPorts := fmt.Sprint(m.ContainerPort)
+			if m.IsRange() {
+				ctrPorts = fmt.Sprintf("%d-%d", m.ContainerPort, m.ContainerLast())
+			}
 			out = append(out, fmt.Sprintf("%s/%s -> %s",
-				net.JoinHostPort(host, fmt.Sprint(m.HostPort)), m.Protocol, net.JoinHostPort(ctr.IP.String(), fmt.Sprint(m.ContainerPort))))
+				net.JoinHostPort(host, m.HostPorts()), m.Protocol, net.JoinHostPort(ctr.IP.String(), ctrPorts)))
 		}
 	}
 	return out

@@ -166,11 +166,15 @@ func dnatChain(o fwapi.Owner, pm *fwapi.PortMaps, v4 bool) Chain {
 		if h := m.SpecificHost(); h != nil {
 			match = append(match, dst(fwapi.HostNet(h))...)
 		}
-		match = append(match, "-p", m.Protocol, "-m", m.Protocol, "--dport", fmt.Sprint(m.HostPort))
+		dport, to := fmt.Sprint(m.HostPort), fwapi.JoinHostPort(cip.IP, m.ContainerPort)
+		if m.IsRange() { // one rule; each port kept as it is
+			dport, to = fmt.Sprintf("%d:%d", m.HostPort, m.HostLast()), cip.IP.String()
+		}
+		match = append(match, "-p", m.Protocol, "-m", m.Protocol, "--dport", dport)
 		for _, s := range sources {
 			c.Rules = append(c.Rules, digested(append(slices.Clone(s), match...), mark...))
 		}
-		c.Rules = append(c.Rules, digested(match, "-j", "DNAT", "--to-destination", fwapi.JoinHostPort(cip.IP, m.ContainerPort)))
+		c.Rules = append(c.Rules, digested(match, "-j", "DNAT", "--to-destination", to))
 	}
 	return c
 }

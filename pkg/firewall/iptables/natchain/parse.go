@@ -31,14 +31,14 @@ func Stale(names, prefixes []string, kept map[string]bool) []string {
 // rule back pays nothing for them.
 var (
 	dnatRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?:^| )-p (\w+) (?:.* )?--dport (\d+) .*-j DNAT`)
+		return regexp.MustCompile(`(?:^| )-p (\w+) (?:.* )?--dport (\d+)(?::(\d+))? .*-j DNAT`)
 	})
 	destRE = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`(?:^| )(?:-d |-m iprange --dst-range )([^ /-]+)`)
 	})
 )
 
-// ParseDNAT reads the host port, protocol and host address a DNAT rule of
+// ParseDNAT reads the host port (and range), protocol and host address a DNAT rule of
 // an owner chain forwards, as `iptables -t nat -S <chain>` prints it;
 // false for any other rule.
 func ParseDNAT(rule string) (fwapi.PortMapping, bool) {
@@ -47,7 +47,11 @@ func ParseDNAT(rule string) (fwapi.PortMapping, bool) {
 		return fwapi.PortMapping{}, false
 	}
 	port, _ := strconv.Atoi(m[2])
-	return fwapi.PortMapping{HostPort: port, Protocol: m[1], HostIP: mappedHost(rule)}, true
+	pm := fwapi.PortMapping{HostPort: port, Protocol: m[1], HostIP: mappedHost(rule)}
+	if last, _ := strconv.Atoi(m[3]); last > port {
+		pm.Range = last - port + 1
+	}
+	return pm, true
 }
 
 // mappedHost returns the host address a DNAT rule matches (-d, or an

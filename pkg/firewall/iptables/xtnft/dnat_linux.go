@@ -18,6 +18,7 @@ import (
 type Mapping struct {
 	Protocol string
 	Port     int
+	Last     int // the last port of a --dport range; 0 for one port
 	Host     net.IP
 }
 
@@ -54,6 +55,12 @@ func DumpedDNAT(exprs []byte, v4 bool) (Mapping, bool) {
 			if expr.Unmarshal(unix.NFPROTO_IPV4, e.Data, x) == nil && x.Op == expr.CmpOpEq {
 				m.cmp(meta, load, x.Data, daddr, alen)
 			}
+		case "range":
+			x := &expr.Range{}
+			if expr.Unmarshal(unix.NFPROTO_IPV4, e.Data, x) == nil && x.Op == expr.CmpOpEq && len(x.FromData) == 2 && len(x.ToData) == 2 &&
+				load != nil && load.Base == expr.PayloadBaseTransportHeader && load.Offset == 2 && load.Len == 2 {
+				m.Port, m.Last = int(binary.BigEndian.Uint16(x.FromData)), int(binary.BigEndian.Uint16(x.ToData))
+			}
 		case "match":
 			m.match(e.Data, v4)
 		case "target":
@@ -85,8 +92,11 @@ func (m *Mapping) match(data []byte, v4 bool) {
 	info := xtInfo(data)
 	switch xtName(data, unix.NFTA_MATCH_NAME) {
 	case "sctp":
-		if len(info) >= 2 {
+		if len(info) >= 4 {
 			m.Port = int(native().Uint16(info))
+			if last := int(native().Uint16(info[2:])); last > m.Port {
+				m.Last = last
+			}
 		}
 	case "iprange":
 		const dst, dstInv = 1 << 1, 1 << 3

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/google/nftables/expr"
 	"github.com/google/nftables/xt"
@@ -49,20 +50,30 @@ func (s *spec) match(args []string) (int, error) {
 	return 4, err
 }
 
-// port matches a destination port: natively for tcp and udp, with the xt
-// sctp match for sctp.
+// port matches a destination port ("8080") or range ("8000:8100"), as
+// iptables-nft 1.8.9 does: natively for tcp and udp (a range with the
+// range expression), with the xt sctp match for sctp.
 func (s *spec) port(name, val string) error {
-	p, err := strconv.ParseUint(val, 10, 16)
-	if err != nil || p == 0 || protocols[name] != s.proto {
+	first, last, isRange := strings.Cut(val, ":")
+	if !isRange {
+		last = first
+	}
+	p, err := strconv.ParseUint(first, 10, 16)
+	q, qerr := strconv.ParseUint(last, 10, 16)
+	if err != nil || qerr != nil || p == 0 || q < p || protocols[name] != s.proto {
 		return fmt.Errorf("-m %s --dport %q", name, val)
 	}
 	if name == "sctp" {
-		s.matches = append(s.matches, xtMatch("sctp", 0, sctpDport(uint16(p))))
+		s.matches = append(s.matches, xtMatch("sctp", 0, sctpDport(uint16(p), uint16(q))))
 		return nil
 	}
-	s.matches = append(s.matches,
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{byte(p >> 8), byte(p)}})
+	load := &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2}
+	if isRange {
+		s.matches = append(s.matches, load, &expr.Range{Op: expr.CmpOpEq, Register: 1,
+			FromData: []byte{byte(p >> 8), byte(p)}, ToData: []byte{byte(q >> 8), byte(q)}})
+		return nil
+	}
+	s.matches = append(s.matches, load, &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{byte(p >> 8), byte(p)}})
 	return nil
 }
 
@@ -135,11 +146,16 @@ func (s *spec) setMark(opts []string) error {
 	return nil
 }
 
-// dnat is "-j DNAT --to-destination addr:port" ([addr]:port for IPv6): xt
-// DNAT revision 2, whose info is struct nf_nat_range2.
+// dnat is "-j DNAT --to-destination addr:port" ([addr]:port for IPv6), or
+// the address alone (the port kept, for a range of ports): xt DNAT
+// revision 2, whose info is struct nf_nat_range2.
 func (s *spec) dnat(opts []string) error {
 	if len(opts) < 2 || opts[0] != "--to-destination" {
 		return fmt.Errorf("-j DNAT %q", opts)
+	}
+	if ip := net.ParseIP(opts[1]); ip != nil && (ip.To4() != nil) == s.v4 && s.proto != 0 {
+		s.target = []expr.Any{xtTarget("DNAT", 2, natRange2(ip, 0))}
+		return nil
 	}
 	host, port, err := net.SplitHostPort(opts[1])
 	ip := net.ParseIP(host)
@@ -195,10 +211,15 @@ func (s *spec) masquerade() []byte {
 
 // natRange2 is struct nf_nat_range2 {flags; min_addr, max_addr (16 bytes
 // each); min_proto, max_proto, base_proto (network order)}, padded to 8.
+// Port 0 maps the address alone.
 func natRange2(ip net.IP, port uint16) []byte {
 	const mapIPs, protoSpecified = 1, 2
 	info := make([]byte, 48)
-	native().PutUint32(info, mapIPs|protoSpecified)
+	flags := uint32(mapIPs)
+	if port != 0 {
+		flags |= protoSpecified
+	}
+	native().PutUint32(info, flags)
 	a := []byte(ip.To16())
 	if v4 := ip.To4(); v4 != nil {
 		a = v4
@@ -220,15 +241,15 @@ func addrtypeLocal() []byte {
 	return info
 }
 
-// sctpDport is struct xt_sctp_info matching one destination port, as
-// iptables 1.8.9 fills it: dpts, spts (left 0), a 256-byte chunk map, the
+// sctpDport is struct xt_sctp_info matching destination ports first to
+// last, as iptables 1.8.9 fills it: dpts, spts (left 0), a 256-byte chunk map, the
 // chunk match type, four flag entries whose chunk type is 0xff, the flag
 // count, the flags (XT_SCTP_DEST_PORTS) and invflags; padded to 8.
-func sctpDport(port uint16) []byte {
+func sctpDport(first, last uint16) []byte {
 	const destPorts = 0x02
 	info := make([]byte, 296)
-	native().PutUint16(info[0:], port)
-	native().PutUint16(info[2:], port)
+	native().PutUint16(info[0:], first)
+	native().PutUint16(info[2:], last)
 	for i := 0; i < 4; i++ {
 		info[268+3*i] = 0xff
 	}
