@@ -159,3 +159,31 @@ func IsOwn(path string) bool {
 	}
 	return a.Dev == b.Dev && a.Ino == b.Ino
 }
+
+// nsGetUserNS is NS_GET_USERNS (linux/nsfs.h): _IO(0xb7, 0x1).
+const nsGetUserNS = 0xb701
+
+// ForeignOwner reports whether the namespace belongs to a user namespace
+// other than the process's own: a rootless runtime's plugin (uid 0 of its
+// user namespace) cannot enter such a namespace, and the kernel's refusal
+// reaches us only as text through the netlink library ("failed to set
+// into network namespace …: operation not permitted").
+// Equivalent to: lsns -o NS,USERNS, comparing with /proc/self/ns/user
+func (n *NetNS) ForeignOwner() (bool, error) {
+	fd, err := unix.IoctlRetInt(int(n.file.Fd()), nsGetUserNS)
+	if errors.Is(err, unix.EPERM) {
+		return true, nil // the owner is outside the process's user namespaces
+	}
+	if err != nil {
+		return false, fmt.Errorf("owner of %s: %w", n.path, err)
+	}
+	defer unix.Close(fd)
+	var owner, own unix.Stat_t
+	if err := unix.Fstat(fd, &owner); err != nil {
+		return false, fmt.Errorf("owner of %s: %w", n.path, err)
+	}
+	if err := unix.Stat("/proc/self/ns/user", &own); err != nil {
+		return false, fmt.Errorf("own user namespace: %w", err)
+	}
+	return owner.Ino != own.Ino || owner.Dev != own.Dev, nil
+}

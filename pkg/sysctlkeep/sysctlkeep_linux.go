@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	rootlessenv "cnisuite/pkg/rootless"
 	"cnisuite/pkg/statedir"
 )
 
@@ -64,6 +65,16 @@ func (k Keeper) dirs() (sysctlDir, holdsDir string) {
 	return sysctlDir, holdsDir
 }
 
+// rootless reports whether the node's places are meant and the process is
+// not root of the node (a rootless runtime's plugin). Then Hold and
+// Release do nothing: the node's `sysctl --system` sets the initial
+// network namespace only, never the one a rootless runtime made for its
+// containers, so there is nothing to keep; and /run/sysctl.d is the real
+// root's, where writing would fail with "permission denied".
+func (k Keeper) rootless() bool {
+	return k.SysctlDir == "" && k.HoldsDir == "" && !rootlessenv.NodeRoot()
+}
+
 // keyDir names a key's directory of holds: the key in slash form
 // ("net/ipv4/conf/eth0.100/route_localnet"), slashes as '%' (no key has
 // one), the value after '='.
@@ -74,6 +85,9 @@ func keyDir(key, value string) string {
 // Hold records that holder needs key = value (key in slash form) and puts
 // it in the file when it is the key's first holder.
 func (k Keeper) Hold(key, value, holder string) error {
+	if k.rootless() {
+		return nil
+	}
 	return k.locked(func(holds *statedir.Dir) error {
 		d, err := holds.Sub(keyDir(key, value), true, 0o700)
 		if err != nil {
@@ -97,6 +111,9 @@ func (k Keeper) Hold(key, value, holder string) error {
 // Release drops every hold of holder; a key left without holders leaves
 // the file (its value stays in the kernel: another process may want it).
 func (k Keeper) Release(holder string) error {
+	if k.rootless() {
+		return nil
+	}
 	return k.locked(func(holds *statedir.Dir) error {
 		keys, err := holds.List()
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"cnisuite/pkg/link"
+	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
 )
@@ -35,9 +36,12 @@ func (at *attach) lockBridge(ctx context.Context) (func(), error) {
 	if !at.conf.RemoveEmptyBridge {
 		return func() {}, nil
 	}
-	root, err := statedir.OpenRoot(lockDir, true, 0o700)
+	// Rootless, the locks go under $XDG_RUNTIME_DIR/cni: /run/cnisuite is
+	// the real root's, and the bridges are in the runtime's own namespace.
+	dir := rootless.StateDir(lockDir, "bridge-locks", at.args.Env)
+	root, err := statedir.OpenRoot(dir, true, 0o700)
 	if err != nil {
-		return nil, types.Errorf(types.ErrIO, "removeEmptyBridge: lock directory: %w", err)
+		return nil, types.Errorf(types.ErrIO, "removeEmptyBridge: lock directory: %w%s", err, rootless.Hint("XDG_RUNTIME_DIR"))
 	}
 	defer root.Close()
 	f, err := root.Lock(ctx, at.conf.BrName, bridgeLockWait)

@@ -13,6 +13,7 @@ import (
 	"cnisuite/pkg/calllog"
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/ns"
+	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/undo"
@@ -77,10 +78,41 @@ func (p *plugin) open(conf *NetConf, a *skel.CmdArgs, needNetns bool) (*attach, 
 	}
 	at.netns = nsh
 	if at.cont, err = netlink.NewHandleAt(netns.NsHandle(at.netns.Fd()), unix.NETLINK_ROUTE); err != nil {
+		foreign := deniedNetns(at.netns)
+		if foreign && !needNetns {
+			// An ADD with the same privileges could put nothing there.
+			fmt.Fprintf(a.Stderr, "bridge: DEL goes on without the container side: %v\n", denied(a, err))
+			_ = at.netns.Close() // read-only handle: nothing to flush
+			at.netns = nil
+			return at, nil
+		}
 		at.close()
-		return nil, fmt.Errorf("opening a netlink socket in %q: %w", a.Netns, err)
+		if foreign {
+			return nil, denied(a, err)
+		}
+		return nil, types.Errorf(types.ErrIO, "opening a netlink socket in %q: %w", a.Netns, err)
 	}
 	return at, nil
+}
+
+// deniedNetns reports, once opening a socket in the container's netns
+// failed, whether that is because the plugin runs without the node's root
+// (a rootless runtime: uid 0 of a user namespace) and the namespace
+// belongs to another user namespace, which it may not enter.
+func deniedNetns(n *ns.NetNS) bool {
+	if rootless.NodeRoot() {
+		return false
+	}
+	foreign, err := n.ForeignOwner()
+	return err == nil && foreign
+}
+
+// denied is the error for a container netns the plugin may not enter:
+// code 4 saying why, instead of "operation not permitted" at the first
+// netlink socket (code 999 before).
+func denied(a *skel.CmdArgs, err error) error {
+	return types.Errorf(types.ErrInvalidEnv, "CNI_NETNS %q: cannot enter it: the plugin runs without the node's root "+
+		"(a rootless runtime: uid 0 of a user namespace) and the namespace belongs to another user namespace: %w", a.Netns, err)
 }
 
 func (at *attach) close() {
