@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os/exec"
+	"strings"
 	"testing"
 
+	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/test/fwtest"
 )
 
@@ -73,6 +76,33 @@ func TestRangeLifecycle(t *testing.T) {
 		if err := b.Remove(ctx, o); err != nil {
 			t.Fatal(err)
 		}
+		if kind == KindNFTables {
+			removeFlushedRange(t, b, ranged)
+		}
 		fwtest.AssertNoOwnerRules(t)
 	})
+}
+
+// removeFlushedRange: when the owner's chains were flushed behind its
+// back (their comments no longer name the elements), Remove still deletes
+// the range elements leading to them (the interval elements need their
+// end key) and the chains.
+func removeFlushedRange(t *testing.T, b Backend, r Rules) {
+	t.Helper()
+	ctx := context.Background()
+	if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
+		t.Fatalf("Ensure: %v", err)
+	}
+	for _, c := range []string{nftmodel.ChainName(nftmodel.PrefixDNAT, fwtest.PortOwner), nftmodel.ChainName(nftmodel.PrefixHairpin, fwtest.PortOwner)} {
+		if out, err := exec.Command("nft", "flush", "chain", "ip", "cnisuite_portmap", c).CombinedOutput(); err != nil {
+			t.Fatalf("nft flush chain %s: %v: %s", c, err, out)
+		}
+	}
+	if err := b.Remove(ctx, fwtest.PortOwner); err != nil {
+		t.Fatalf("Remove after the chains were flushed: %v", err)
+	}
+	out, err := exec.Command("nft", "list", "table", "ip", "cnisuite_portmap").CombinedOutput()
+	if err != nil || strings.Contains(string(out), "8000-8100") || strings.Contains(string(out), "jump pm") {
+		t.Errorf("after Remove of flushed chains, the table holds (%v):\n%s", err, out)
+	}
 }
