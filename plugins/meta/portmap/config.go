@@ -142,7 +142,7 @@ func (c *Config) rangeOverlaps() error {
 	for i := range ms {
 		for j := 0; j < i; j++ {
 			a, b := ms[i], ms[j]
-			if (a.IsRange() || b.IsRange()) && a.HostIP.Equal(b.HostIP) && a.Overlaps(b) {
+			if (a.IsRange() || b.IsRange()) && sameHosts(a, b) && a.Overlaps(b) {
 				errs = append(errs, types.Errorf(types.ErrInvalidConfig,
 					"runtimeConfig.portMappings[%d] (host ports %s/%s): overlaps runtimeConfig.portMappings[%d] (%s/%s)",
 					i, a.HostPorts(), a.Protocol, j, b.HostPorts(), b.Protocol))
@@ -150,6 +150,19 @@ func (c *Config) rangeOverlaps() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sameHosts reports whether two mappings catch traffic to the same host
+// addresses in some family: the same specific address, or both every
+// address ("0.0.0.0", "::" or none) of a family both apply to.
+func sameHosts(a, b firewall.PortMapping) bool {
+	ha, hb := a.SpecificHost(), b.SpecificHost()
+	if ha != nil || hb != nil {
+		return ha.Equal(hb)
+	}
+	both := func(m firewall.PortMapping) bool { return m.HostIP == nil }
+	v4 := func(m firewall.PortMapping) bool { return m.HostIP.To4() != nil }
+	return both(a) || both(b) || v4(a) == v4(b)
 }
 
 func (m PortMapEntry) validate(i int) error {

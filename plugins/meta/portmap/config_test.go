@@ -46,6 +46,11 @@ func TestValidate(t *testing.T) {
 		{"range and single port overlap", head + pm(`{"hostPort":8005,"containerPort":80,"protocol":"tcp"},`+
 			`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10}`) + `}`,
 			[]string{"runtimeConfig.portMappings[1] (host ports 8000-8009/tcp): overlaps runtimeConfig.portMappings[0] (8005/tcp)"}, ""},
+		{"range every address and on ::", head + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10},`+
+			`{"hostPort":8005,"containerPort":8005,"protocol":"tcp","range":10,"hostIP":"::"}`) + `}`,
+			[]string{"runtimeConfig.portMappings[1] (host ports 8005-8014/tcp): overlaps runtimeConfig.portMappings[0]"}, ""},
+		{"ranges on 0.0.0.0 and ::", head + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10,"hostIP":"0.0.0.0"},`+
+			`{"hostPort":8005,"containerPort":8005,"protocol":"tcp","range":10,"hostIP":"::"}`) + `}`, nil, ""},
 		{"ranges of other protocols or addresses", head + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10},`+
 			`{"hostPort":8000,"containerPort":8000,"protocol":"udp","range":10},{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10,"hostIP":"192.0.2.1"}`) + `}`, nil, ""},
 		{"explicit nftables", head + `,"backend":"nftables","markMasqBit":31}`, nil, firewall.KindNFTables},
