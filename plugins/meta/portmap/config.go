@@ -73,7 +73,7 @@ func UnknownMappingKeys(stdin []byte) []string {
 	for i, m := range raw.RuntimeConfig.PortMaps {
 		var keys []string
 		for k := range m {
-			if !mappingKeys[k] {
+			if !knownMappingKey(k) {
 				keys = append(keys, k)
 			}
 		}
@@ -83,6 +83,19 @@ func UnknownMappingKeys(stdin []byte) []string {
 		}
 	}
 	return out
+}
+
+// knownMappingKey reports whether encoding/json puts k into a field of
+// PortMapEntry: it matches names without regard to case ("HostIP" is
+// hostIP), so such a key is applied, not ignored, and no warning may say
+// otherwise.
+func knownMappingKey(k string) bool {
+	for name := range mappingKeys {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // Load decodes and validates a configuration.

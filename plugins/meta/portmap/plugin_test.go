@@ -306,7 +306,7 @@ func TestUnknownMappingKeysWarned(t *testing.T) {
 	h := newHarness(firewall.KindNFTables)
 	logFile := filepath.Join(t.TempDir(), "calls.log")
 	c := conf(`,"logFile":"` + logFile + `","runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"},` +
-		`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":3,"count":3,"hostPortEnd":8002}]}`)
+		`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":3,"count":3,"hostPortEnd":8002,"HostIP":"0.0.0.0"}]}`)
 	if _, err := h.run(t, "ADD", c); err != nil {
 		t.Fatalf("ADD: %v", err)
 	}
@@ -318,8 +318,8 @@ func TestUnknownMappingKeysWarned(t *testing.T) {
 			t.Errorf("per-call log %q does not name %s", data, k)
 		}
 	}
-	if strings.Contains(h.stderr, "portMappings[1].range") {
-		t.Errorf("stderr warns about range, a key the plugin knows: %q", h.stderr)
+	if strings.Contains(h.stderr, "portMappings[1].range") || strings.Contains(h.stderr, "portMappings[1].HostIP") {
+		t.Errorf("stderr warns about range or HostIP, keys the plugin applies: %q", h.stderr)
 	}
 	if strings.Contains(h.stderr, "portMappings[0]") {
 		t.Errorf("stderr names the mapping without unknown keys: %q", h.stderr)
