@@ -65,6 +65,9 @@ var Bases = map[string][]Base{
 		{"iptables", func(p Paths) any { return portmap(p, "iptables") }},
 		{"nftables", func(p Paths) any { return portmap(p, "nftables") }},
 		{"masqall-nftables", portmapMasqAll},
+		{"ranges-default", func(p Paths) any { return portmapRanges(p, "") }},
+		{"ranges-iptables", func(p Paths) any { return portmapRanges(p, "iptables") }},
+		{"ranges-nftables", func(p Paths) any { return portmapRanges(p, "nftables") }},
 	},
 	"loopback": {
 		{"plain", func(Paths) any { return Obj("cniVersion", "1.1.0", "name", "fzlo", "type", "loopback") }},

@@ -35,3 +35,22 @@ func hostLocalSeveral(p Paths) any {
 			"dataDir", p.DataDir, "resolvConf", p.ResolvConf),
 		"args", Obj("cni", Obj("ips", Arr("10.34.0.10", "10.34.0.11", "10.34.0.12", "fd34::10"))))
 }
+
+// portmapRanges maps port ranges (netavark's range key) beside single
+// ports: TCP every address, UDP on a hostIP, SCTP, a range of one; with
+// backend "" the configuration has no backend key, as users write it.
+func portmapRanges(p Paths, backend string) any {
+	o := Obj("cniVersion", "1.1.0", "name", "fzpm", "type", "portmap",
+		"capabilities", Obj("portMappings", true),
+		"runtimeConfig", Obj("portMappings", Arr(
+			Obj("hostPort", 8000, "containerPort", 8000, "protocol", "tcp", "range", 101),
+			Obj("hostPort", 5000, "containerPort", 5000, "protocol", "udp", "hostIP", "10.77.0.1", "range", 10),
+			Obj("hostPort", 6000, "containerPort", 6000, "protocol", "sctp", "range", 5),
+			Obj("hostPort", 8443, "containerPort", 443, "protocol", "tcp", "range", 1),
+			Obj("hostPort", 9000, "containerPort", 90, "protocol", "udp"))),
+		"prevResult", prevResult(p))
+	if backend != "" {
+		o.Set("backend", backend)
+	}
+	return o
+}
