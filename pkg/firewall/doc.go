@@ -4,7 +4,12 @@
 // plugin's host-port DNAT with hairpin and localhost masquerade.
 //
 // One narrow interface, Backend (Ensure, Remove, Check, GC, Usable), has
-// two implementations chosen once per call by New: nftables and iptables.
+// two implementations: nftables and iptables. New returns the one a
+// configuration names; without a name, an automatic choice (auto_linux.go)
+// that picks a backend per network from what the node already uses
+// (detect_linux.go), records it under /run until the network's last
+// attachment goes (record_linux.go), and removes from both backends what
+// predates the record.
 // Fake records state in memory for plugin tests and Dumps the text the real
 // backend would write; Render gives that text for golden tests.
 //
@@ -13,7 +18,8 @@
 // Imports point only down this list; the two backends never import each
 // other.
 //
-//	firewall               New (backend selection), Fake, Render; the names below
+//	firewall               New (backend selection, the per-network record), Fake,
+//	                       Render; the names below
 //	firewall/nftables      the nftables backend: masquerade and port-mapping chains
 //	firewall/iptables      the iptables backend: one writer per node kind, legacy
 //	                       (iptables-restore) or iptables-nft (netlink)

@@ -59,9 +59,10 @@ var ErrMissing = fwapi.ErrMissing
 // an address the rules need.
 var ErrConflict = fwapi.ErrConflict
 
-// New returns the backend of the given kind; "" picks iptables when it is
-// usable and nftables otherwise, once per call and without starting a
-// process on almost every node (iptables.Backend.Usable).
+// New returns the backend of the given kind; "" returns the automatic
+// choice (auto): per network, the backend the node gives reason for when
+// the network first gets rules, recorded under RecordRoot until its last
+// attachment goes. New itself reads nothing of the node.
 func New(ctx context.Context, kind string) (Backend, error) {
 	switch kind {
 	case KindNFTables:
@@ -69,19 +70,19 @@ func New(ctx context.Context, kind string) (Backend, error) {
 	case KindIPTables:
 		return iptables.New(), nil
 	case "":
-		return choose(ctx, iptables.New(), nftables.New())
+		return newAuto(iptables.New(), nftables.New()), nil
 	}
 	return nil, types.Errorf(types.ErrInvalidConfig, "backend %q: must be %q or %q", kind, KindIPTables, KindNFTables)
 }
 
-// choose returns ipt when it is usable, else nft when it is.
-func choose(ctx context.Context, ipt, nft Backend) (Backend, error) {
-	iptErr := ipt.Usable(ctx)
-	if iptErr == nil {
-		return ipt, nil
+// choose returns first when it is usable, else second when it is.
+func choose(ctx context.Context, first, second Backend) (Backend, error) {
+	firstErr := first.Usable(ctx)
+	if firstErr == nil {
+		return first, nil
 	}
-	if err := nft.Usable(ctx); err != nil {
-		return nil, types.Errorf(types.ErrNotAvailable, "neither iptables nor nftables is usable: %w; %w", iptErr, err)
+	if err := second.Usable(ctx); err != nil {
+		return nil, types.Errorf(types.ErrNotAvailable, "neither iptables nor nftables is usable: %w; %w", firstErr, err)
 	}
-	return nft, nil
+	return second, nil
 }

@@ -187,6 +187,26 @@ func (n *Conn) ChainExists(family byte, table, chain string) (bool, error) {
 	return ok, err
 }
 
+// TableExists asks for one table by name.
+// Equivalent to: nft list table <family> <table> (without its contents)
+func (n *Conn) TableExists(family byte, table string) (bool, error) {
+	if len(table) > maxName {
+		return false, nil
+	}
+	data := encodeAttrs(func(ae *netlink.AttributeEncoder) { ae.String(unix.NFTA_TABLE_NAME, table) })
+	_, err := n.execute(netlink.Message{
+		Header: netlink.Header{Type: nftMsgType(unix.NFT_MSG_GETTABLE), Flags: netlink.Request},
+		Data:   append(nfgen(family), data...),
+	})
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("looking up table %s: %w", table, err)
+	}
+	return true, nil
+}
+
 // maxName is the longest table or chain name the kernel keeps
 // (NFT_NAME_MAXLEN, 256, with its terminating NUL).
 const maxName = 255

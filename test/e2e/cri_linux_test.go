@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -88,9 +89,19 @@ func criWebPod(n *criNode) {
 	client := n.mustRunPod(podConfig(uniqueName("client"), n.cgroupParent), "/bin/sleep", "3600")
 	n.podFetch(client, nodeAddr, 18080)
 	n.requireAttached(web.id, ip)
-	if n.iptablesNFT() && len(n.jumpRecords()) <= len(recordsBefore) {
+	// Without backend keys, the network's backend is recorded while its
+	// pods run: nftables on a node whose nat table is empty, iptables
+	// where the runtime's own host-port rules (CRI-O) were there first.
+	records := n.backendRecords()
+	switch {
+	case len(records) != 1 || !strings.HasPrefix(records[0], "k8s-pod-network="):
+		n.t.Errorf("records of the networks' firewall backends under %s: %q, want one for k8s-pod-network", backendRecordsDir, records)
+	case records[0] == "k8s-pod-network=iptables" && n.iptablesNFT() && len(n.jumpRecords()) <= len(recordsBefore):
 		n.t.Errorf("no record of the pods' iptables-nft jumps under %s: their DEL would dump the built-in chains", jumpRecordsDir)
+	case records[0] == "k8s-pod-network=nftables" && !slices.Equal(n.jumpRecords(), recordsBefore):
+		n.t.Errorf("records of iptables-nft jumps for pods on nftables: %q, before them: %q", n.jumpRecords(), recordsBefore)
 	}
+	n.t.Logf("the network's firewall backend: %q", records)
 
 	for _, p := range []*criPod{web, client} {
 		if err := n.stopAndRemove(p); err != nil {
@@ -101,6 +112,29 @@ func criWebPod(n *criNode) {
 	if after := n.jumpRecords(); !slices.Equal(after, recordsBefore) {
 		n.t.Errorf("records of iptables-nft jumps after the pods are gone: %q, before them: %q", after, recordsBefore)
 	}
+	if got := n.backendRecords(); len(got) > 0 {
+		n.t.Errorf("records of firewall backends after the pods are gone: %q", got)
+	}
+}
+
+// backendRecordsDir is where a configuration without backend keys keeps
+// each network's firewall backend while the network has pods.
+const backendRecordsDir = "/run/cnisuite/fw-backend"
+
+// backendRecords lists the node's records of networks' firewall backends
+// as "<network>=<backend>", sorted.
+func (n *criNode) backendRecords() []string {
+	var found []string
+	root := n.path(backendRecordsDir)
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "backend" {
+			b, _ := os.ReadFile(p)
+			found = append(found, filepath.Base(filepath.Dir(p))+"="+strings.TrimSpace(string(b)))
+		}
+		return nil
+	})
+	slices.Sort(found)
+	return found
 }
 
 // jumpRecordsDir is where the iptables backend records the handles of the

@@ -19,7 +19,7 @@ import (
 // their rules in, and `podman rm` leaves nothing.
 func TestPodmanPackage(t *testing.T) {
 	n := newNode(t)
-	needTools(t, "podman", "runc", "conmon", "curl", "dpkg", "iptables")
+	needTools(t, "podman", "runc", "conmon", "curl", "dpkg", "iptables", "nft")
 	root := debroot.New(t)
 	root.Install(debroot.ReferenceDeb(t))
 	suite := debroot.BuildSuite(t, moduleRoot(t), "v0.0.0-e2e")
@@ -58,13 +58,18 @@ func TestPodmanPackage(t *testing.T) {
 	n.fetch("http://127.0.0.1:8080/")
 	n.fetch("http://10.88.0.1:8080/")
 	n.requireAttached(id, ip.String())
-	// The reference's firewall allows the pod's traffic in its own chain;
-	// our bridge and portmap (iptables, the default here) in chains of ours.
+	// The reference's firewall allows the pod's traffic in its own chain
+	// of table filter; our bridge and portmap, without backend keys on a
+	// node whose nat table held nothing when the network's first pod
+	// came, write nftables chains of ours, and nothing in iptables' nat.
 	if out := n.must("iptables", "-S", "CNI-FORWARD"); !strings.Contains(out, ip.String()) {
 		t.Errorf("iptables -S CNI-FORWARD:\n%s\nwant the reference firewall's rules for %s", out, ip)
 	}
-	if out := n.must("iptables", "-t", "nat", "-S"); !strings.Contains(out, "CNIS-") {
-		t.Errorf("iptables -t nat -S:\n%s\nwant our chains (CNIS-*)", out)
+	if out := n.must("nft", "list", "ruleset"); !strings.Contains(out, "table ip cnisuite_masq") || !strings.Contains(out, "table ip cnisuite_portmap") {
+		t.Errorf("nft list ruleset:\n%s\nwant our tables cnisuite_masq and cnisuite_portmap", out)
+	}
+	if out := n.must("iptables", "-t", "nat", "-S"); strings.Contains(out, "CNIS-") {
+		t.Errorf("iptables -t nat -S:\n%s\nwant none of our chains (CNIS-*): the network is on nftables", out)
 	}
 
 	n.must("podman", "rm", "-f", "-t", "0", name)

@@ -14,6 +14,7 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/ethtool"
 )
@@ -68,20 +69,38 @@ func (w *world) snapshot() (*state, error) {
 // runFiles lists the files the plugins keep under /run/cnisuite for the
 // calling thread's network namespace (other inputs run in parallel, each
 // on a node of its own): their records of the rules they wrote (the
-// iptables jumps' handles), which DEL removes with the rules.
+// iptables jumps' handles) and of their networks' firewall backends (the
+// choice and its holders; the lock files stay by design), which DEL
+// removes with the rules.
 func runFiles(out map[string]bool) error {
 	fi, err := os.Stat("/proc/thread-self/ns/net")
 	if err != nil {
 		return err
 	}
 	ino := fi.Sys().(*syscall.Stat_t).Ino
-	root := filepath.Join("/run/cnisuite/iptables-jumps", strconv.FormatUint(ino, 10))
-	return filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			out[p] = true
+	roots := []string{filepath.Join("/run/cnisuite/iptables-jumps", strconv.FormatUint(ino, 10))}
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	cookie, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
+	unix.Close(fd)
+	if err != nil {
+		return err
+	}
+	roots = append(roots, filepath.Join("/run/cnisuite/fw-backend", "c"+strconv.FormatUint(cookie, 10)))
+	for _, root := range roots {
+		err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && d.Name() != ".lock" {
+				out[p] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // readLinks lists the links of the calling thread's namespace with the

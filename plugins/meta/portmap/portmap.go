@@ -249,7 +249,7 @@ func (p *plugin) Status(ctx context.Context, a *skel.CmdArgs) error {
 		return err
 	}
 	be, err := p.newBackend(ctx, kind)
-	if err == nil && kind != "" { // without a backend key, the choice checked it
+	if err == nil {
 		err = be.Usable(ctx)
 	}
 	if err != nil && !errors.Is(err, types.ErrNotAvailable) && !errors.Is(err, types.ErrInvalidConfig) {

@@ -1,0 +1,221 @@
+package firewall
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"cnisuite/pkg/statedir"
+	"cnisuite/pkg/types"
+)
+
+// TestPreferBackend: the node's signals, as readNode reports them, and the
+// backend a network without a record gets.
+func TestPreferBackend(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    nodeSignals
+		want string
+	}{
+		{"empty node", nodeSignals{}, KindNFTables},
+		{"kube-proxy nftables", nodeSignals{kubeProxyNFT: "ip kube-proxy"}, KindNFTables},
+		{"kube-proxy nftables beside iptables rules", nodeSignals{kubeProxyNFT: "ip6 kube-proxy", natRules: "iptables-nft ip nat POSTROUTING"}, KindNFTables},
+		{"iptables-nft nat rules", nodeSignals{natRules: "iptables-nft ip nat PREROUTING"}, KindIPTables},
+		{"iptables-legacy nat rules", nodeSignals{natRules: "iptables-legacy ip nat"}, KindIPTables},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			if got, why := tc.s.prefer(); got != tc.want || why == "" {
+				t.Errorf("prefer(%+v) = %q (%q), want %q with a reason", tc.s, got, why, tc.want)
+			}
+		})
+	}
+}
+
+// autoOn returns an automatic choice over two fakes, recording under a
+// temporary directory, on a node whose signals *node says.
+func autoOn(t *testing.T, node *nodeSignals) (*auto, *Fake, *Fake) {
+	ipt, nft := NewFake(KindIPTables), NewFake(KindNFTables)
+	a := newAuto(ipt, nft)
+	a.rec.root = filepath.Join(t.TempDir(), "cnisuite")
+	a.signals = func() (nodeSignals, error) { return *node, nil }
+	return a, ipt, nft
+}
+
+// owns reports whether the fake holds rules of o.
+func owns(f *Fake, o Owner) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.state[o]
+	return ok
+}
+
+// recorded returns the record of network ("" without one).
+func recorded(t *testing.T, a *auto, network string) string {
+	t.Helper()
+	kind, ok, err := a.rec.read(network)
+	if err != nil {
+		t.Fatalf("reading the record of %s: %v", network, err)
+	}
+	if !ok {
+		return ""
+	}
+	return kind
+}
+
+// TestAutoKeepsNetworkBackend: the first attachment of a network takes the
+// backend the node gives reason for and records it; a later attachment
+// keeps it though the node changed (iptables rules appeared), until the
+// last attachment goes; the next first attachment chooses again.
+func TestAutoKeepsNetworkBackend(t *testing.T) {
+	ctx := context.Background()
+	node := nodeSignals{}
+	a, ipt, nft := autoOn(t, &node)
+	o1 := Owner{Plugin: PluginBridge, Network: "net1", ContainerID: "c1", IfName: "eth0"}
+	o2 := o1
+	o2.ContainerID = "c2"
+	if err := a.Ensure(ctx, o1, Rules{}); err != nil {
+		t.Fatalf("Ensure(o1): %v", err)
+	}
+	if !owns(nft, o1) || owns(ipt, o1) || recorded(t, a, "net1") != KindNFTables {
+		t.Fatalf("empty node: o1 on nftables %v, on iptables %v, record %q; want nftables", owns(nft, o1), owns(ipt, o1), recorded(t, a, "net1"))
+	}
+	node.natRules = "iptables-nft ip nat POSTROUTING"
+	if err := a.Ensure(ctx, o2, Rules{}); err != nil {
+		t.Fatalf("Ensure(o2): %v", err)
+	}
+	if !owns(nft, o2) || owns(ipt, o2) {
+		t.Errorf("network already on nftables: o2 on iptables %v, want nftables", owns(ipt, o2))
+	}
+	other := Owner{Plugin: PluginBridge, Network: "net2", ContainerID: "c3", IfName: "eth0"}
+	if err := a.Ensure(ctx, other, Rules{}); err != nil {
+		t.Fatalf("Ensure(other network): %v", err)
+	}
+	if !owns(ipt, other) || recorded(t, a, "net2") != KindIPTables {
+		t.Errorf("new network beside iptables nat rules: on iptables %v, record %q; want iptables", owns(ipt, other), recorded(t, a, "net2"))
+	}
+	for i, o := range []Owner{o1, o2} {
+		if err := a.Remove(ctx, o); err != nil {
+			t.Fatalf("Remove(%s): %v", o, err)
+		}
+		if owns(nft, o) {
+			t.Errorf("Remove(%s) left its rules", o)
+		}
+		if want := map[int]string{0: KindNFTables, 1: ""}[i]; recorded(t, a, "net1") != want {
+			t.Errorf("after removing %d of 2 attachments: record %q, want %q", i+1, recorded(t, a, "net1"), want)
+		}
+	}
+	if err := a.Ensure(ctx, o1, Rules{}); err != nil {
+		t.Fatalf("Ensure(o1) again: %v", err)
+	}
+	if !owns(ipt, o1) {
+		t.Errorf("the network's next first attachment, beside iptables rules: not on iptables")
+	}
+}
+
+// TestAutoRemoveWithoutRecord: rules written before a record existed (an
+// earlier version, the reference plugins) are removed from both backends.
+func TestAutoRemoveWithoutRecord(t *testing.T) {
+	ctx := context.Background()
+	node := nodeSignals{}
+	a, ipt, nft := autoOn(t, &node)
+	o := Owner{Plugin: PluginPortmap, Network: "net1", ContainerID: "c1", IfName: "eth0"}
+	for _, f := range []*Fake{ipt, nft} {
+		if err := f.Ensure(ctx, o, Rules{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Remove(ctx, o); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	if owns(ipt, o) || owns(nft, o) {
+		t.Errorf("Remove without a record: left on iptables %v, on nftables %v", owns(ipt, o), owns(nft, o))
+	}
+}
+
+// TestAutoGCReleases: GC lets go of the holds of attachments not kept, and
+// the record with the last of them; both backends collect.
+func TestAutoGCReleases(t *testing.T) {
+	ctx := context.Background()
+	node := nodeSignals{natRules: "iptables-legacy ip nat"}
+	a, ipt, nft := autoOn(t, &node)
+	keep := Owner{Plugin: PluginPortmap, Network: "net1", ContainerID: "c1", IfName: "eth0"}
+	gone := keep
+	gone.ContainerID = "c2"
+	for _, o := range []Owner{keep, gone} {
+		if err := a.Ensure(ctx, o, Rules{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.GC(ctx, PluginPortmap, "net1", []Owner{{ContainerID: "c1", IfName: "eth0"}}); err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	if owns(ipt, gone) || !owns(ipt, keep) || recorded(t, a, "net1") != KindIPTables {
+		t.Errorf("GC: gone kept %v, kept kept %v, record %q", owns(ipt, gone), owns(ipt, keep), recorded(t, a, "net1"))
+	}
+	if len(nft.Calls()) == 0 {
+		t.Errorf("GC did not ask the nftables backend")
+	}
+	if err := a.GC(ctx, PluginPortmap, "net1", nil); err != nil {
+		t.Fatalf("GC(nothing kept): %v", err)
+	}
+	if got := recorded(t, a, "net1"); got != "" {
+		t.Errorf("GC of every attachment: record %q left", got)
+	}
+}
+
+// TestAutoPreferredUnusable: the backend the node gives reason for is
+// passed over when it is not usable; a network whose record cannot be
+// read is an I/O error naming the network.
+func TestAutoPreferredUnusable(t *testing.T) {
+	ctx := context.Background()
+	node := nodeSignals{natRules: "iptables-nft ip nat OUTPUT"}
+	a, ipt, nft := autoOn(t, &node)
+	ipt.Err = types.Errorf(types.ErrNotAvailable, "no iptables-restore")
+	o := Owner{Plugin: PluginBridge, Network: "net1", ContainerID: "c1", IfName: "eth0"}
+	if err := a.Ensure(ctx, o, Rules{}); err != nil {
+		t.Fatalf("Ensure: %v", err)
+	}
+	if !owns(nft, o) {
+		t.Errorf("iptables unusable: not on nftables")
+	}
+	dir, err := a.rec.dir("net1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	if err := os.WriteFile(dir.Join(recordFile), []byte("ebtables\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = a.Ensure(ctx, o, Rules{})
+	if types.Code(err) != types.CodeIO || !strings.Contains(err.Error(), `"net1"`) || !strings.Contains(err.Error(), "ebtables") {
+		t.Errorf("Ensure with a bad record = %v (code %d), want code %d naming the network and the content", err, types.Code(err), types.CodeIO)
+	}
+}
+
+// TestAutoRecordRefusesLink: a link planted where the records live is
+// refused, and nothing is written where it points.
+func TestAutoRecordRefusesLink(t *testing.T) {
+	node := nodeSignals{}
+	a, _, nft := autoOn(t, &node)
+	elsewhere := t.TempDir()
+	if err := os.MkdirAll(a.rec.root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(a.rec.root, RecordDir)); err != nil {
+		t.Fatal(err)
+	}
+	o := Owner{Plugin: PluginBridge, Network: "net1", ContainerID: "c1", IfName: "eth0"}
+	err := a.Ensure(context.Background(), o, Rules{})
+	if !errors.Is(err, statedir.ErrLink) || types.Code(err) != types.CodeIO {
+		t.Errorf("Ensure with %s a link = %v (code %d), want statedir.ErrLink, code %d", RecordDir, err, types.Code(err), types.CodeIO)
+	}
+	if owns(nft, o) {
+		t.Errorf("rules written though the record could not be")
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) > 0 {
+		t.Errorf("written through the link: %v", entries)
+	}
+}
