@@ -163,9 +163,9 @@ func (n *criNode) imageArchiveOnNode() string {
 	// On the node's own tmpfs: the test's TMPDIR may be hidden there.
 	const archive = "/run/e2e/images.tar"
 	n.writeFile(archive, imageArchive(n.t, []imageSpec{
-		{ref: pauseImage, rootfs: pauseRoot, cmd: pauseCommand},
-		{ref: busyboxImage, rootfs: rootfs, cmd: []string{"/bin/sh"}},
-		{ref: webImage, rootfs: rootfs, cmd: []string{"/bin/httpd", "-f", "-p", "80", "-h", "/www"}},
+		{Ref: pauseImage, Rootfs: pauseRoot, Cmd: pauseCommand},
+		{Ref: busyboxImage, Rootfs: rootfs, Cmd: []string{"/bin/sh"}},
+		{Ref: webImage, Rootfs: rootfs, Cmd: []string{"/bin/httpd", "-f", "-p", "80", "-h", "/www"}},
 	}))
 	return archive
 }

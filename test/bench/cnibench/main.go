@@ -25,6 +25,10 @@ type options struct {
 	burstN, burstK  int
 	busyRules       int
 	busyN           int
+	criN, criK      int
+	criOnly         bool
+	reference       string
+	conflist        string
 }
 
 func parseFlags() (*options, error) {
@@ -41,6 +45,11 @@ func parseFlags() (*options, error) {
 	flag.IntVar(&o.busyRules, "busy", 10000, "kube-proxy-style NAT rules of the busy-node run (0: none)")
 	flag.IntVar(&o.busyN, "busy-n", 60, "containers per chain in the busy-node run")
 	flag.IntVar(&o.burstK, "burst-k", 12, "pods of the burst started at a time")
+	flag.IntVar(&o.criN, "cri", 110, "pods per plugin set in the CRI row (0: no CRI row)")
+	flag.IntVar(&o.criK, "cri-k", 10, "pods of the CRI row started at a time")
+	flag.BoolVar(&o.criOnly, "cri-only", false, "measure the CRI row alone")
+	flag.StringVar(&o.reference, "reference", "bin/tools/reference", "directory of the reference plugins (scripts/reference-plugins.sh), for the CRI row")
+	flag.StringVar(&o.conflist, "conflist", "examples/kubernetes.conflist", "the configuration of the CRI row")
 	flag.BoolVar(&o.statusOnly, "status-only", false, "measure the chains' STATUS alone")
 	flag.BoolVar(&o.rssOnly, "rss-only", false, "measure the plugins' peak memory alone")
 	flag.BoolVar(&o.hostLocalOnly, "host-local-only", false, "measure host-local alone (no chains)")
@@ -51,6 +60,9 @@ func parseFlags() (*options, error) {
 			return nil, fmt.Errorf("-n %q: want numbers of at least 20", s)
 		}
 		o.sizes = append(o.sizes, n)
+	}
+	if o.criN < 0 || o.criK < 1 {
+		return nil, fmt.Errorf("-cri %d -cri-k %d: want a number of pods and at least one at a time", o.criN, o.criK)
 	}
 	if backends != "" {
 		o.backends = strings.Split(backends, ",")

@@ -14,8 +14,10 @@ func flagLine() string {
 
 func (rep *report) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| chain | client | N | ADD median / p95 ms | CHECK median / p95 ms | DEL median / p95 ms | ADD, CHECK, DEL × floor | growth ADD, DEL | growth ÷ floor's growth |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|\n")
+	if len(rep.Scenarios) > 0 {
+		fmt.Fprintf(&b, "| chain | client | N | ADD median / p95 ms | CHECK median / p95 ms | DEL median / p95 ms | ADD, CHECK, DEL × floor | growth ADD, DEL | growth ÷ floor's growth |\n")
+		fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|\n")
+	}
 	for _, s := range rep.Scenarios {
 		cell := func(v string) string { return fmt.Sprintf("%.1f / %.1f", s.Verbs[v].Median, s.Verbs[v].P95) }
 		ratio := "–"
@@ -77,6 +79,7 @@ func (rep *report) measurements(b *strings.Builder) {
 		v := rep.PerPlugin[k]
 		fmt.Fprintf(b, "| %s alone (libcni), median ms | ADD %.1f, CHECK %.1f, DEL %.1f |\n", k, v["ADD"], v["CHECK"], v["DEL"])
 	}
+	rep.criMarkdown(b)
 	plugins := make([]string, 0, len(rep.PeakKB))
 	for p := range rep.PeakKB {
 		plugins = append(plugins, p)

@@ -35,6 +35,7 @@ type report struct {
 	Status         []*StatusRow                  `json:"status"`
 	PeakKB         map[string]map[string]int64   `json:"peak_rss_kb"`
 	PerPlugin      map[string]map[string]float64 `json:"per_plugin_median_ms"`
+	CRI            []*CRIRow                     `json:"cri,omitempty"`
 	Command        string                        `json:"command"`
 }
 
@@ -77,6 +78,9 @@ func runAll(o *options) (*report, error) {
 	if o.statusOnly {
 		return rep, rep.status(o, floor)
 	}
+	if o.criOnly {
+		return rep, rep.criRow(o, floor)
+	}
 	if o.rssOnly {
 		return rep, rep.peakMemory(o, netnses[:min(rssSamples, len(netnses))])
 	}
@@ -94,6 +98,9 @@ func runAll(o *options) (*report, error) {
 		errs = append(errs, rep.bursts(o, floor, floorChain, ours), rep.busyNode(o, floor, floorChain, ours))
 	}
 	errs = append(errs, rep.hostLocal(o, netnses[0]))
+	if o.criN > 0 {
+		errs = append(errs, rep.criRow(o, floor))
+	}
 	return rep, errors.Join(errs...)
 }
 

@@ -59,13 +59,14 @@ func writeConf(dir, conf string) error {
 	return os.WriteFile(filepath.Join(dir, "10-bench.conflist"), []byte(conf), 0o644)
 }
 
-// floorDir installs the floor stand-in under each plugin's name.
+// floorDir installs the floor stand-in under each plugin's name (loopback
+// too, which containerd's CRI runs for every pod's lo).
 func floorDir(tools, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	src := filepath.Join(tools, "floor")
-	for _, name := range []string{"bridge", "host-local", "tuning", "portmap"} {
+	for _, name := range []string{"bridge", "host-local", "tuning", "portmap", "loopback"} {
 		if err := exec.Command("cp", src, filepath.Join(dir, name)).Run(); err != nil {
 			return fmt.Errorf("installing floor as %s: %w", name, err)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -61,5 +62,47 @@ func TestBenchSmoke(t *testing.T) {
 	// too) and is a smaller program.
 	if b, tu := rep.PeakKB["bridge"]["ADD"], rep.PeakKB["tuning"]["ADD"]; tu >= b {
 		t.Errorf("peak RSS of tuning ADD %d KiB, of bridge ADD %d KiB: not each plugin's own", tu, b)
+	}
+}
+
+// TestBenchCRISmoke runs the CRI row at a tiny size: containerd 1.6's CRI
+// starts and removes pods on our plugins, the reference plugins (built
+// from the module proxy or cache) and the floor, on
+// examples/kubernetes.conflist; every row must be there without errors,
+// our network on the backend an empty node gives (nftables), and the pods'
+// cgroups gone from the machine's tree afterwards.
+func TestBenchCRISmoke(t *testing.T) {
+	sandbox.Require(t)
+	tools := t.TempDir()
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(tools, "floor"), "cnisuite/test/bench/floor").CombinedOutput(); err != nil {
+		t.Fatalf("go build floor: %v\n%s", err, out)
+	}
+	reference := filepath.Join(tools, "reference")
+	build := exec.Command("../../../scripts/reference-plugins.sh", reference)
+	build.Env = append(os.Environ(), "GOPROXY=off") // the sandbox has no network: from the module cache
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the reference plugins: %v\n%s", err, out)
+	}
+	o := &options{bin: sandbox.Bin(t), tools: tools, reference: reference, conflist: "../../../examples/kubernetes.conflist",
+		criN: 4, criK: 2, criOnly: true}
+	rep, err := runAll(o)
+	if err != nil {
+		t.Fatalf("runAll: %v", err)
+	}
+	md := rep.markdown()
+	for _, row := range []string{"), ours, firewall nftables: 4 pods 2 at a time", "), reference: 4 pods", "), floor: 4 pods",
+		"CRI RunPodSandbox ours ÷ floor plugins", "CRI Stop+RemovePodSandbox ours ÷ floor plugins"} {
+		if !strings.Contains(md, row) {
+			t.Errorf("the report has no row %q:\n%s", row, md)
+		}
+	}
+	for _, r := range rep.CRI {
+		if r.Errors != 0 || r.RunP50 <= 0 || r.StopRmP50 <= 0 {
+			t.Errorf("CRI row %s: %d errors (first: %s), RunPodSandbox p50 %.1f ms, Stop+Remove p50 %.1f ms", r.Plugins, r.Errors, r.FirstError, r.RunP50, r.StopRmP50)
+		}
+	}
+	left, _ := filepath.Glob("/sys/fs/cgroup/*/cnibench-cri-*")
+	if more, _ := filepath.Glob("/sys/fs/cgroup/cnibench-cri-*"); len(left)+len(more) > 0 {
+		t.Errorf("cgroups left on the machine's tree: %q %q", left, more)
 	}
 }
