@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -155,18 +157,30 @@ func (r records) prune(ctx context.Context, plugin, network string, keep []Owner
 	})
 }
 
-// dropUnheld removes the record when no holder is left.
+// dropUnheld removes the record when no holder is left. It reads the
+// directory a few entries at a time and stops at the first holder, so a DEL
+// does not read every holder of a network with many pods.
 func dropUnheld(d *statedir.Dir) error {
-	entries, err := d.List()
+	fd, err := unix.Openat(d.Fd(), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		if e.Name != recordFile && !strings.HasPrefix(e.Name, ".") {
-			return nil
+	f := os.NewFile(uintptr(fd), d.Path()) // an offset of its own, not d's
+	defer f.Close()
+	for {
+		entries, err := f.ReadDir(8)
+		for _, e := range entries {
+			if e.Name() != recordFile && !strings.HasPrefix(e.Name(), ".") {
+				return nil
+			}
+		}
+		if errors.Is(err, io.EOF) || err == nil && len(entries) == 0 {
+			return d.Remove(recordFile)
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return d.Remove(recordFile)
 }
 
 // locked runs fn on the network's directory with its lock held; without
