@@ -61,11 +61,14 @@ func joinErr(a, b error) error {
 
 // loadBusyRules writes n DNAT rules into a KUBE-SERVICES-like chain of the
 // iptables nat table, jumped to from PREROUTING and OUTPUT, and the same
-// in an nftables table of its own.
+// in an nftables table named as kube-proxy's in nftables mode (ip
+// kube-proxy): a chain without backend keys then takes nftables on the busy
+// node as on the quiet one (docs/operations.md), so that its ratio compares
+// one backend with itself.
 func loadBusyRules(n int) error {
 	var ipt, nft strings.Builder
 	ipt.WriteString("*nat\n:KUBE-BENCH-SERVICES - [0:0]\n-A PREROUTING -j KUBE-BENCH-SERVICES\n-A OUTPUT -j KUBE-BENCH-SERVICES\n")
-	nft.WriteString("table ip kube-bench {\n chain services {\n")
+	nft.WriteString("table ip kube-proxy {\n chain services {\n")
 	for i := 0; i < n; i++ {
 		svc, ep := fmt.Sprintf("172.30.%d.%d", i/250, 1+i%250), fmt.Sprintf("10.200.%d.%d", i/250, 1+i%250)
 		fmt.Fprintf(&ipt, "-A KUBE-BENCH-SERVICES -d %s/32 -p tcp --dport 80 -j DNAT --to-destination %s:8080\n", svc, ep)
@@ -82,7 +85,7 @@ func loadBusyRules(n int) error {
 
 func unloadBusyRules() error {
 	script := `iptables -w -t nat -D PREROUTING -j KUBE-BENCH-SERVICES; iptables -w -t nat -D OUTPUT -j KUBE-BENCH-SERVICES;
-iptables -w -t nat -F KUBE-BENCH-SERVICES; iptables -w -t nat -X KUBE-BENCH-SERVICES; nft delete table ip kube-bench`
+iptables -w -t nat -F KUBE-BENCH-SERVICES; iptables -w -t nat -X KUBE-BENCH-SERVICES; nft delete table ip kube-proxy`
 	return pipe("", "sh", "-c", script)
 }
 

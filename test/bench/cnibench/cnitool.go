@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"syscall"
 	"time"
 )
 
@@ -82,30 +83,61 @@ func (c *cnitool) parallel(netnses []string, portBase int) []error {
 	return errs
 }
 
-// burst starts every namespace's ADD with at most k running at once, as a
-// kubelet does on a drain or a rollout, then the DELs the same way; it
-// returns the wall time of each phase and the errors.
-func (c *cnitool) burst(netnses []string, portBase, k int) (add, del time.Duration, errs []error) {
-	for _, verb := range []string{"add", "del"} {
+// burst starts every namespace's ADD (followed by its CHECK, as CRI-O
+// sends them, when check is set) with at most k running at once, as a
+// kubelet does on a drain, a rollout or a node's reboot (k = all), then
+// the DELs the same way. It returns each phase's wall time, the CPU time
+// per pod of the processes the phase waited for (cnitool, the plugins and
+// their IPAM; detached helpers are not counted), and the errors.
+func (c *cnitool) burst(netnses []string, portBase, k int, check bool) (ph burstPhases, errs []error) {
+	add := []string{"add"}
+	if check {
+		add = append(add, "check")
+	}
+	for _, verbs := range [][]string{add, {"del"}} {
+		cpu0 := childCPU()
 		start := time.Now()
-		errs = append(errs, c.pool(verb, netnses, portBase, k)...)
-		if verb == "add" {
-			add = time.Since(start)
+		errs = append(errs, c.pool(verbs, netnses, portBase, k)...)
+		wall := time.Since(start)
+		perPod := ms(childCPU()-cpu0) / float64(len(netnses))
+		if verbs[0] == "add" {
+			ph.add, ph.addCPU = wall, perPod
 		} else {
-			del = time.Since(start)
+			ph.del, ph.delCPU = wall, perPod
 		}
 	}
-	return add, del, errs
+	return ph, errs
 }
 
-// pool runs verb for every namespace on k workers.
-func (c *cnitool) pool(verb string, netnses []string, portBase, k int) []error {
+// burstPhases are a burst's wall times and CPU per pod (ms).
+type burstPhases struct {
+	add, del       time.Duration
+	addCPU, delCPU float64
+}
+
+// childCPU is the user and system time of this process's waited-for
+// children so far.
+func childCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// pool runs the verbs, in order, for every namespace on k workers.
+func (c *cnitool) pool(verbs []string, netnses []string, portBase, k int) []error {
 	next := make(chan int)
 	errc := make(chan error, len(netnses))
 	for w := 0; w < k; w++ {
 		go func() {
 			for i := range next {
-				_, err := c.run(verb, netnses[i], portMapping(portBase+i))
+				var err error
+				for _, verb := range verbs {
+					if _, err = c.run(verb, netnses[i], portMapping(portBase+i)); err != nil {
+						break
+					}
+				}
 				errc <- err
 			}
 		}()

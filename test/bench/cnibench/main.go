@@ -23,6 +23,7 @@ type options struct {
 	statusOnly      bool
 	rssOnly         bool
 	burstN, burstK  int
+	burstAll        int
 	busyRules       int
 	busyN           int
 	criN, criK      int
@@ -45,6 +46,7 @@ func parseFlags() (*options, error) {
 	flag.IntVar(&o.busyRules, "busy", 10000, "kube-proxy-style NAT rules of the busy-node run (0: none)")
 	flag.IntVar(&o.busyN, "busy-n", 60, "containers per chain in the busy-node run")
 	flag.IntVar(&o.burstK, "burst-k", 12, "pods of the burst started at a time")
+	flag.IntVar(&o.burstAll, "burst-all", 110, "pods of the burst started all at once, as after a node's reboot (0: none)")
 	flag.IntVar(&o.criN, "cri", 110, "pods per plugin set in the CRI row (0: no CRI row)")
 	flag.IntVar(&o.criK, "cri-k", 10, "pods of the CRI row started at a time")
 	flag.BoolVar(&o.criOnly, "cri-only", false, "measure the CRI row alone")

@@ -52,8 +52,14 @@ func (rep *report) measurements(b *strings.Builder) {
 		fmt.Fprintf(b, "| host-local ADD+DEL, %s existing leases | median %.2f ms, p95 %.2f ms |\n", k, s.Median, s.P95)
 	}
 	for _, bu := range rep.Bursts {
-		fmt.Fprintf(b, "| burst %d×%d, %s: ADD phase ÷ floor's, DEL phase ÷ floor's, errors | %.2f s ÷ %.2f s = %.2f, %.2f s ÷ %.2f s = %.2f, %d (floor %d) |\n",
-			bu.N, bu.K, bu.Chain, bu.AddS, bu.FloorAddS, bu.AddS/bu.FloorAddS, bu.DelS, bu.FloorDelS, bu.DelS/bu.FloorDelS, bu.Errors, bu.FloorErrors)
+		phase := "ADD"
+		if bu.Check {
+			phase = "ADD+CHECK"
+		}
+		fmt.Fprintf(b, "| burst %d×%d, %s: %s phase ÷ floor's, DEL phase ÷ floor's, errors | %.2f s ÷ %.2f s = %.2f, %.2f s ÷ %.2f s = %.2f, %d (floor %d) |\n",
+			bu.N, bu.K, bu.Chain, phase, bu.AddS, bu.FloorAddS, bu.AddS/bu.FloorAddS, bu.DelS, bu.FloorDelS, bu.DelS/bu.FloorDelS, bu.Errors, bu.FloorErrors)
+		fmt.Fprintf(b, "| burst %d×%d, %s: CPU per pod of the waited-for processes, %s phase, DEL phase (floor's) | %.1f ms (%.1f), %.1f ms (%.1f) |\n",
+			bu.N, bu.K, bu.Chain, phase, bu.AddCPU, bu.FloorAddCPU, bu.DelCPU, bu.FloorDelCPU)
 	}
 	for _, bn := range rep.Busy {
 		fmt.Fprintf(b, "| busy node, %s, N=%d: ADD median with %d NAT rules ÷ without | %.1f ms ÷ %.1f ms = %.2f |\n",

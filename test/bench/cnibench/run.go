@@ -55,7 +55,7 @@ func runAll(o *options) (*report, error) {
 		}
 		return rep, rep.hostLocal(o, netnses[0])
 	}
-	maxN := max(o.parallel, o.burstN)
+	maxN := max(o.parallel, o.burstN, o.burstAll)
 	for _, n := range o.sizes {
 		maxN = max(maxN, n)
 	}
@@ -264,44 +264,80 @@ type Burst struct {
 	Chain       string  `json:"chain"`
 	N           int     `json:"n"`
 	K           int     `json:"k"`
+	Check       bool    `json:"add_then_check,omitempty"`
 	AddS        float64 `json:"add_s"`
 	DelS        float64 `json:"del_s"`
 	FloorAddS   float64 `json:"floor_add_s"`
 	FloorDelS   float64 `json:"floor_del_s"`
+	AddCPU      float64 `json:"add_cpu_ms_per_pod"`
+	DelCPU      float64 `json:"del_cpu_ms_per_pod"`
+	FloorAddCPU float64 `json:"floor_add_cpu_ms_per_pod"`
+	FloorDelCPU float64 `json:"floor_del_cpu_ms_per_pod"`
 	Errors      int     `json:"errors"`
 	FloorErrors int     `json:"floor_errors"`
 }
 
-// bursts runs the burst of each of our chains right after the floor's.
+// burstShape is one kind of burst: n pods, k at a time, ADD alone or ADD
+// then CHECK.
+type burstShape struct {
+	n, k  int
+	check bool
+}
+
+// burstShapes are a drain or rollout (o.burstN, o.burstK at a time) and a
+// node's reboot (o.burstAll at once), each with ADD alone and with ADD then
+// CHECK (CRI-O's pattern).
+func burstShapes(o *options, maxN int) []burstShape {
+	var out []burstShape
+	for _, nk := range [][2]int{{o.burstN, o.burstK}, {o.burstAll, o.burstAll}} {
+		if n := min(nk[0], maxN); n > 0 {
+			out = append(out, burstShape{n, min(nk[1], n), false}, burstShape{n, min(nk[1], n), true})
+		}
+	}
+	return out
+}
+
+// bursts runs each burst of each of our chains right after the floor's.
 func (rep *report) bursts(o *options, floorDir string, floor *chain, ours []*chain) error {
-	n := min(o.burstN, len(floor.netnses))
 	for _, c := range ours {
-		b := &Burst{Chain: c.name, N: n, K: o.burstK}
-		fmt.Fprintf(os.Stderr, "cnibench: burst of %d pods, %d at a time, floor then %s...\n", n, o.burstK, c.name)
-		for _, side := range []*chain{floor, c} {
-			confDir := "/etc/cni/bench-burst-" + side.name
-			if err := writeConf(confDir, side.conf("/var/lib/cni/bench-burst-"+side.name)); err != nil {
+		for _, sh := range burstShapes(o, len(floor.netnses)) {
+			if err := rep.burst(o, floorDir, floor, c, sh); err != nil {
 				return err
 			}
-			dir := o.bin
-			if side == floor {
-				dir = floorDir
-			}
-			tool := &cnitool{tool: filepath.Join(o.tools, "cnitool"), pluginDir: dir, confDir: confDir, network: side.network()}
-			add, del, errs := tool.burst(side.netnses[:n], side.portBase, o.burstK)
-			if side == floor {
-				b.FloorAddS, b.FloorDelS, b.FloorErrors = add.Seconds(), del.Seconds(), len(errs)
-			} else {
-				b.AddS, b.DelS, b.Errors = add.Seconds(), del.Seconds(), len(errs)
-			}
-			for i, err := range errs {
-				if i < 3 {
-					fmt.Fprintln(os.Stderr, "cnibench: burst:", err)
-				}
+		}
+	}
+	return nil
+}
+
+// burst runs one burst on the floor, then on c.
+func (rep *report) burst(o *options, floorDir string, floor, c *chain, sh burstShape) error {
+	b := &Burst{Chain: c.name, N: sh.n, K: sh.k, Check: sh.check}
+	fmt.Fprintf(os.Stderr, "cnibench: burst of %d pods, %d at a time (check %v), floor then %s...\n", sh.n, sh.k, sh.check, c.name)
+	for _, side := range []*chain{floor, c} {
+		confDir := "/etc/cni/bench-burst-" + side.name
+		if err := writeConf(confDir, side.conf("/var/lib/cni/bench-burst-"+side.name)); err != nil {
+			return err
+		}
+		dir := o.bin
+		if side == floor {
+			dir = floorDir
+		}
+		tool := &cnitool{tool: filepath.Join(o.tools, "cnitool"), pluginDir: dir, confDir: confDir, network: side.network()}
+		ph, errs := tool.burst(side.netnses[:sh.n], side.portBase, sh.k, sh.check)
+		if side == floor {
+			b.FloorAddS, b.FloorDelS, b.FloorErrors = ph.add.Seconds(), ph.del.Seconds(), len(errs)
+			b.FloorAddCPU, b.FloorDelCPU = ph.addCPU, ph.delCPU
+		} else {
+			b.AddS, b.DelS, b.Errors = ph.add.Seconds(), ph.del.Seconds(), len(errs)
+			b.AddCPU, b.DelCPU = ph.addCPU, ph.delCPU
+		}
+		for i, err := range errs {
+			if i < 3 {
+				fmt.Fprintln(os.Stderr, "cnibench: burst:", err)
 			}
 		}
-		rep.Bursts = append(rep.Bursts, b)
 	}
+	rep.Bursts = append(rep.Bursts, b)
 	return nil
 }
 

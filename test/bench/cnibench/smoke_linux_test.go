@@ -28,7 +28,7 @@ func TestBenchSmoke(t *testing.T) {
 		}
 	}
 	o := &options{bin: sandbox.Bin(t), tools: tools, sizes: []int{20}, backends: []string{"default"},
-		parallel: 4, leases: 200, burstN: 12, burstK: 4, busyRules: 100, busyN: 5}
+		parallel: 4, leases: 200, burstN: 12, burstK: 4, burstAll: 8, busyRules: 100, busyN: 5}
 	rep, err := runAll(o)
 	if err != nil {
 		t.Fatalf("runAll: %v", err)
@@ -36,15 +36,21 @@ func TestBenchSmoke(t *testing.T) {
 	md := rep.markdown()
 	for _, row := range []string{
 		"| default | cnitool | 20 |", "| default | libcni | 20 |", "| default (100 NAT rules) |",
-		"burst 12×4, default", "busy node, default", "STATUS of the default chain", "host-local on disk",
+		"burst 12×4, default: ADD phase", "burst 12×4, default: ADD+CHECK phase", "burst 8×8, default: ADD phase",
+		"burst 8×8, default: ADD+CHECK phase", "burst 8×8, default: CPU per pod", "busy node, default", "STATUS of the default chain", "host-local on disk",
 		"peak RSS of bridge", "peak RSS of portmap", "peak RSS of tuning",
 	} {
 		if !strings.Contains(md, row) {
 			t.Errorf("the report has no row %q:\n%s", row, md)
 		}
 	}
-	if rep.ParallelErrors["default"] != 0 || len(rep.Bursts) != 1 || rep.Bursts[0].Errors != 0 {
-		t.Errorf("errors: parallel %v, bursts %+v", rep.ParallelErrors, rep.Bursts)
+	if rep.ParallelErrors["default"] != 0 || len(rep.Bursts) != 4 {
+		t.Errorf("errors: parallel %v, %d bursts, want 4", rep.ParallelErrors, len(rep.Bursts))
+	}
+	for _, b := range rep.Bursts {
+		if b.Errors != 0 || b.FloorErrors != 0 || b.AddCPU <= 0 || b.FloorDelCPU <= 0 {
+			t.Errorf("burst %+v: want no errors and the CPU of its processes", *b)
+		}
 	}
 	var self syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &self); err != nil {
