@@ -46,13 +46,21 @@ type interop struct {
 	withOurs, withTheRefs *libcni.CNIConfig // one runtime, its binaries switched
 }
 
+// newInterop makes the node; backend "" leaves both backend keys out.
 func newInterop(t *testing.T, backend string, index int) *interop {
 	sandbox.Require(t)
 	w := &interop{t: t, node: sandbox.NewNS(t), ours: pluginDir(t), reference: referencePlugins(t),
 		confDir: t.TempDir(), cacheDir: t.TempDir(), dataDir: t.TempDir(),
 		gateway: net.IPv4(10, 78, byte(index), 1)}
-	conf := fmt.Sprintf(interopList, "interop-"+backend, fmt.Sprintf("cniint%d", index), backend, w.dataDir,
+	name := "interop-" + backend
+	if backend == "" {
+		name = "interop-nokeys"
+	}
+	conf := fmt.Sprintf(interopList, name, fmt.Sprintf("cniint%d", index), backend, w.dataDir,
 		fmt.Sprintf("10.78.%d.0/24", index))
+	if backend == "" { // no backend keys, as users write them
+		conf = strings.NewReplacer(`"ipMasqBackend": "",`, "", `"backend": "",`, "").Replace(conf)
+	}
 	if err := os.WriteFile(filepath.Join(w.confDir, "10-interop.conflist"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
