@@ -2,6 +2,7 @@ package firewall
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -136,6 +137,41 @@ func TestAutoOnNode(t *testing.T) {
 				if err := a.Remove(ctx, o); err != nil {
 					t.Fatalf("Remove(%s): %v", o, err)
 				}
+			}
+			fwtest.AssertNoOwnerRules(t)
+		})
+	})
+	t.Run("host_port_across_backends", func(t *testing.T) {
+		fwtest.InNS(t, func() {
+			a, _ := New(ctx, "")
+			pm := func(ctr string) Rules {
+				return fwtest.PortRules(t, func(p *PortMaps) { p.ContainerV4, p.ContainerV6 = fwtest.CIDR(t, ctr), nil })
+			}
+			pmOwner := func(network, id string) Owner {
+				return Owner{Plugin: PluginPortmap, Network: network, ContainerID: id, IfName: "eth0"}
+			}
+			if err := a.Ensure(ctx, pmOwner("net1", "c1"), pm("10.88.0.2/16")); err != nil {
+				t.Fatalf("Ensure(net1/c1) on the empty node: %v", err)
+			}
+			sh(t, "iptables -t nat -A POSTROUTING -s 172.17.0.0/16 ! -o docker0 -j MASQUERADE")
+			err := a.Ensure(ctx, pmOwner("net2", "c2"), pm("10.89.0.2/16"))
+			if !errors.Is(err, ErrConflict) {
+				t.Errorf("Ensure(net2/c2, on iptables, the host ports net1 holds on nftables) = %v, want ErrConflict", err)
+			}
+			out, _ := exec.Command("iptables-save", "-t", "nat").CombinedOutput()
+			if strings.Contains(string(out), ":CNIS-DN-") {
+				t.Errorf("DNAT chains written for host ports held on nftables:\n%s", out)
+			}
+			for _, o := range []Owner{pmOwner("net2", "c2"), pmOwner("net1", "c1")} {
+				if err := a.Remove(ctx, o); err != nil {
+					t.Fatalf("Remove(%s): %v", o, err)
+				}
+			}
+			if err := a.Ensure(ctx, pmOwner("net2", "c2"), pm("10.89.0.2/16")); err != nil {
+				t.Errorf("Ensure(net2/c2) once net1/c1 is gone: %v", err)
+			}
+			if err := a.Remove(ctx, pmOwner("net2", "c2")); err != nil {
+				t.Fatal(err)
 			}
 			fwtest.AssertNoOwnerRules(t)
 		})

@@ -8,8 +8,9 @@
 // configuration names; without a name, an automatic choice (auto_linux.go)
 // that picks a backend per network from what the node already uses
 // (detect_linux.go), records it under /run until the network's last
-// attachment goes (record_linux.go), and removes from both backends what
-// predates the record.
+// attachment goes (record_linux.go), removes from both backends what
+// predates the record, and keeps a host port single-owner across the two
+// backends (ports_linux.go).
 // Fake records state in memory for plugin tests and Dumps the text the real
 // backend would write; Render gives that text for golden tests.
 //

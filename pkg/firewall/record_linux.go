@@ -45,9 +45,9 @@ const (
 // records keeps the networks' choices under root.
 type records struct{ root string }
 
-// dir opens the network's directory; without create, a missing one is
-// fs.ErrNotExist.
-func (r records) dir(network string, create bool) (*statedir.Dir, error) {
+// nsDir opens the directory of the calling thread's network namespace;
+// without create, a missing one is fs.ErrNotExist.
+func (r records) nsDir(create bool) (*statedir.Dir, error) {
 	ns, err := netnsID()
 	if err != nil {
 		return nil, err
@@ -62,12 +62,29 @@ func (r records) dir(network string, create bool) (*statedir.Dir, error) {
 		return nil, err
 	}
 	defer all.Close()
-	nsDir, err := all.Sub(ns, create, 0o700)
+	return all.Sub(ns, create, 0o700)
+}
+
+// dir opens the network's directory; without create, a missing one is
+// fs.ErrNotExist.
+func (r records) dir(network string, create bool) (*statedir.Dir, error) {
+	nsDir, err := r.nsDir(create)
 	if err != nil {
 		return nil, err
 	}
 	defer nsDir.Close()
 	return nsDir.Sub(network, create, 0o700)
+}
+
+// writeHolder writes content (the host ports it claims) into o's holder
+// file.
+func (r records) writeHolder(o Owner, content string) error {
+	d, err := r.dir(o.Network, false)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Overwrite(holderName(o), []byte(content))
 }
 
 // read returns the network's recorded backend; ok is false without one.
@@ -150,7 +167,7 @@ func (r records) prune(ctx context.Context, plugin, network string, keep []Owner
 		var errs []error
 		for _, e := range entries {
 			if strings.HasPrefix(e.Name, plugin+"-") && !kept[e.Name] {
-				errs = append(errs, d.Remove(e.Name))
+				errs = append(errs, r.unclaimHolder(d, e.Name), d.Remove(e.Name))
 			}
 		}
 		return errors.Join(append(errs, dropUnheld(d))...)
