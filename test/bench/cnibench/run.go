@@ -59,6 +59,9 @@ func runAll(o *options) (*report, error) {
 	for _, n := range o.sizes {
 		maxN = max(maxN, n)
 	}
+	if o.criOnly {
+		maxN = 0 // containerd makes the pods' namespaces
+	}
 	// One set of container namespaces: the floor configures nothing in
 	// them, so it shares them with the chain it is paired with, and the
 	// node holds exactly N containers of ours, as a node with N pods does.
@@ -75,14 +78,8 @@ func runAll(o *options) (*report, error) {
 	if err := floorDir(o.tools, floor); err != nil {
 		return nil, err
 	}
-	if o.statusOnly {
-		return rep, rep.status(o, floor)
-	}
-	if o.criOnly {
-		return rep, rep.criRow(o, floor)
-	}
-	if o.rssOnly {
-		return rep, rep.peakMemory(o, netnses[:min(rssSamples, len(netnses))])
+	if only, err := rep.only(o, floor, netnses); only {
+		return rep, err
 	}
 	for _, n := range o.sizes {
 		for _, c := range ours { // each backend alone on the node, paired with the floor
@@ -102,6 +99,19 @@ func runAll(o *options) (*report, error) {
 		errs = append(errs, rep.criRow(o, floor))
 	}
 	return rep, errors.Join(errs...)
+}
+
+// only runs the one measurement an -…-only flag asks for, if any.
+func (rep *report) only(o *options, floor string, netnses []string) (bool, error) {
+	switch {
+	case o.statusOnly:
+		return true, rep.status(o, floor)
+	case o.criOnly:
+		return true, rep.criRow(o, floor)
+	case o.rssOnly:
+		return true, rep.peakMemory(o, netnses[:min(rssSamples, len(netnses))])
+	}
+	return false, nil
 }
 
 // sequential drives every chain through n containers, interleaved call by
