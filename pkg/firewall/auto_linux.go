@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/types"
 )
 
@@ -21,8 +22,14 @@ type auto struct {
 	signals func() (nodeSignals, error)
 }
 
+// newAuto returns the automatic choice; it records nothing in a rootless
+// runtime's user namespace, where /run/cnisuite is not ours to write.
 func newAuto(ipt, nft Backend) *auto {
-	return &auto{ipt: ipt, nft: nft, rec: records{root: RecordRoot}, signals: readNode}
+	rec := records{root: RecordRoot}
+	if !rootless.NodeRoot() {
+		rec.root = ""
+	}
+	return &auto{ipt: ipt, nft: nft, rec: rec, signals: readNode}
 }
 
 func (a *auto) of(kind string) Backend {

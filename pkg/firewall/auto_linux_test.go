@@ -266,3 +266,26 @@ func TestAutoHostPortAcrossBackends(t *testing.T) {
 		t.Errorf("Ensure(8080) on nftables after GC dropped the iptables holder: %v", err)
 	}
 }
+
+// TestAutoWithoutRecords: with nowhere to record (a rootless runtime), each
+// call chooses from the node as it is, and DEL looks at both backends.
+func TestAutoWithoutRecords(t *testing.T) {
+	ctx := context.Background()
+	node := nodeSignals{}
+	a, ipt, nft := autoOn(t, &node)
+	a.rec.root = ""
+	o := Owner{Plugin: PluginPortmap, Network: "net1", ContainerID: "c1", IfName: "eth0"}
+	if err := a.Ensure(ctx, o, Rules{PortMaps: &PortMaps{Mappings: []PortMapping{{HostPort: 80, Protocol: "tcp"}}}}); err != nil {
+		t.Fatalf("Ensure: %v", err)
+	}
+	if !owns(nft, o) {
+		t.Errorf("empty node, no records: not on nftables")
+	}
+	node.natRules = "iptables-legacy ip nat"
+	if err := a.Check(ctx, o, Rules{}); err == nil {
+		t.Errorf("Check after the node changed: asked nftables, want iptables (no record to keep the choice)")
+	}
+	if err := a.Remove(ctx, o); err != nil || owns(nft, o) || owns(ipt, o) {
+		t.Errorf("Remove without records = %v; left on nftables %v, iptables %v", err, owns(nft, o), owns(ipt, o))
+	}
+}

@@ -28,6 +28,9 @@ const portsDir = "ports"
 // claimPorts claims o's host ports on kind and records them in o's
 // holder file.
 func (r records) claimPorts(o Owner, kind string, ms []PortMapping) error {
+	if r.root == "" {
+		return nil
+	}
 	nsDir, err := r.nsDir(true)
 	if err != nil {
 		return recordErr(o.Network, err)
@@ -91,6 +94,9 @@ func claimPort(ports *statedir.Dir, key, name string, ip net.IP) error {
 
 // unclaimOwner removes o's claims, as its holder file lists them.
 func (r records) unclaimOwner(o Owner) error {
+	if r.root == "" {
+		return nil
+	}
 	d, err := r.dir(o.Network, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -42,7 +42,9 @@ const (
 	recordLock = ".lock"
 )
 
-// records keeps the networks' choices under root.
+// records keeps the networks' choices under root; with root "" (a rootless
+// runtime's user namespace, where /run is the real root's) it keeps
+// nothing, and each call chooses anew.
 type records struct{ root string }
 
 // nsDir opens the directory of the calling thread's network namespace;
@@ -89,6 +91,9 @@ func (r records) writeHolder(o Owner, content string) error {
 
 // read returns the network's recorded backend; ok is false without one.
 func (r records) read(network string) (kind string, ok bool, err error) {
+	if r.root == "" {
+		return "", false, nil
+	}
 	d, err := r.dir(network, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
@@ -120,6 +125,9 @@ func readKind(d *statedir.Dir) (string, bool, error) {
 // hold makes o a holder of its network's choice and returns the choice:
 // the recorded one, or, without a record, choose's, recorded first.
 func (r records) hold(ctx context.Context, o Owner, choose func() (string, error)) (string, error) {
+	if r.root == "" {
+		return choose()
+	}
 	var kind string
 	err := r.locked(ctx, o.Network, true, func(d *statedir.Dir) error {
 		k, ok, err := readKind(d)
@@ -203,6 +211,9 @@ func dropUnheld(d *statedir.Dir) error {
 // locked runs fn on the network's directory with its lock held; without
 // create, a missing directory means nothing to do.
 func (r records) locked(ctx context.Context, network string, create bool, fn func(d *statedir.Dir) error) error {
+	if r.root == "" {
+		return nil
+	}
 	d, err := r.dir(network, create)
 	if !create && errors.Is(err, fs.ErrNotExist) {
 		return nil
