@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -219,9 +220,12 @@ func pauseArchive(dir string) (string, error) {
 	if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
 		return "", err
 	}
+	if err := requireStatic("/bin/busybox"); err != nil {
+		return "", fmt.Errorf("the pause image needs the static busybox (Debian's busybox-static): %w", err)
+	}
 	bb, err := os.ReadFile("/bin/busybox")
 	if err != nil {
-		return "", fmt.Errorf("the pause image needs the static busybox: %w", err)
+		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(root, "bin", "busybox"), bb, 0o755); err != nil {
 		return "", err
@@ -238,6 +242,22 @@ func pauseArchive(dir string) (string, error) {
 	}
 	path := filepath.Join(dir, "pause.tar")
 	return path, os.WriteFile(path, data, 0o644)
+}
+
+// requireStatic fails unless path is an ELF program without an
+// interpreter: the pause image holds nothing else to run it with.
+func requireStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked", path)
+		}
+	}
+	return nil
 }
 
 // criConflist is examples/kubernetes.conflist as users have it, with a
