@@ -78,41 +78,21 @@ func (p *plugin) open(conf *NetConf, a *skel.CmdArgs, needNetns bool) (*attach, 
 	}
 	at.netns = nsh
 	if at.cont, err = netlink.NewHandleAt(netns.NsHandle(at.netns.Fd()), unix.NETLINK_ROUTE); err != nil {
-		foreign := deniedNetns(at.netns)
+		foreign := rootless.DeniedNetns(at.netns)
 		if foreign && !needNetns {
 			// An ADD with the same privileges could put nothing there.
-			fmt.Fprintf(a.Stderr, "bridge: DEL goes on without the container side: %v\n", denied(a, err))
+			fmt.Fprintf(a.Stderr, "bridge: DEL goes on without the container side: %v\n", rootless.NetnsDenied(a.Netns, err))
 			_ = at.netns.Close() // read-only handle: nothing to flush
 			at.netns = nil
 			return at, nil
 		}
 		at.close()
 		if foreign {
-			return nil, denied(a, err)
+			return nil, rootless.NetnsDenied(a.Netns, err)
 		}
 		return nil, types.Errorf(types.ErrIO, "opening a netlink socket in %q: %w", a.Netns, err)
 	}
 	return at, nil
-}
-
-// deniedNetns reports, once opening a socket in the container's netns
-// failed, whether that is because the plugin runs without the node's root
-// (a rootless runtime: uid 0 of a user namespace) and the namespace
-// belongs to another user namespace, which it may not enter.
-func deniedNetns(n *ns.NetNS) bool {
-	if rootless.NodeRoot() {
-		return false
-	}
-	foreign, err := n.ForeignOwner()
-	return err == nil && foreign
-}
-
-// denied is the error for a container netns the plugin may not enter:
-// code 4 saying why, instead of "operation not permitted" at the first
-// netlink socket (code 999 before).
-func denied(a *skel.CmdArgs, err error) error {
-	return types.Errorf(types.ErrInvalidEnv, "CNI_NETNS %q: cannot enter it: the plugin runs without the node's root "+
-		"(a rootless runtime: uid 0 of a user namespace) and the namespace belongs to another user namespace: %w", a.Netns, err)
 }
 
 func (at *attach) close() {
