@@ -34,6 +34,9 @@ func (p *plugin) cmdAdd(ctx context.Context, a *skel.CmdArgs) (*types.Result, er
 	}
 	defer at.close()
 	res, err := at.add(ctx)
+	if err == nil {
+		err = at.writeRecord()
+	}
 	if err != nil {
 		if uerr := at.undo.Run(); uerr != nil && a.Stderr != nil {
 			fmt.Fprintf(a.Stderr, "bridge: cleanup after failed ADD: %v\n", uerr)

@@ -9,6 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"cnisuite/pkg/concurrent"
+	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/skel"
@@ -54,9 +55,10 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 	}
 	sysctls := func() error {
 		if !conf.IsGW && !conf.IsDefaultGW {
-			return nil
+			return at.p.records.Remove(firewall.PluginBridge, conf.Name, a.ContainerID, a.IfName)
 		}
-		return sysctlkeep.Keeper{}.Release(at.sysctlHolder())
+		return errors.Join(sysctlkeep.Keeper{}.Release(at.sysctlHolder()),
+			at.p.records.Remove(firewall.PluginBridge, conf.Name, a.ContainerID, a.IfName))
 	}
 	if err := errors.Join(concurrent.Run(at.removeVeth, ipam, rules, sysctls)...); err != nil {
 		return err

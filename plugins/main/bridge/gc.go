@@ -8,6 +8,7 @@ import (
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/link"
+	"cnisuite/pkg/resync"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
 )
@@ -26,6 +27,7 @@ func (p *plugin) cmdGC(ctx context.Context, a *skel.CmdArgs) error {
 			errs = append(errs, fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err))
 		}
 	}
+	errs = append(errs, p.records.GC(firewall.PluginBridge, conf.Name, conf.GCAttachments()))
 	var keep []firewall.Owner
 	for _, v := range conf.GCAttachments() {
 		keep = append(keep, firewall.Owner{Plugin: firewall.PluginBridge, Network: conf.Name, ContainerID: v.ContainerID, IfName: v.IfName})
@@ -41,7 +43,9 @@ func (p *plugin) cmdGC(ctx context.Context, a *skel.CmdArgs) error {
 }
 
 // cmdStatus reports whether the bridge can be used (a name taken by another
-// kind of link cannot) and asks the IPAM plugin for its own status. The
+// kind of link cannot), whether the network's attachments lost their rules
+// or forwarding (code 51, resync.Status), and asks the IPAM plugin for
+// its own status. The
 // IPAM plugin is started first and the bridge looked at while it runs:
 // containerd asks every few seconds, and the process start is most of it.
 func (p *plugin) cmdStatus(ctx context.Context, a *skel.CmdArgs) error {
@@ -56,6 +60,9 @@ func (p *plugin) cmdStatus(ctx context.Context, a *skel.CmdArgs) error {
 		ipam <- nil
 	}
 	bridgeErr := p.bridgeUsable(conf)
+	if bridgeErr == nil {
+		bridgeErr = resync.Status(ctx, p.records, firewall.PluginBridge, conf.Name, p.repair)
+	}
 	ipamErr := <-ipam
 	if bridgeErr != nil || ipamErr == nil {
 		return bridgeErr

@@ -4,11 +4,15 @@
 package main
 
 import (
+	"context"
+	"io"
+	"os"
 	"time"
 
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/helper"
 	"cnisuite/pkg/invoke"
+	"cnisuite/pkg/resync"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/vethdel"
 	"cnisuite/plugins/ipam/host-local/hostlocal"
@@ -23,10 +27,14 @@ var hostLocalBuildID string
 const portTimeout = 5 * time.Second
 
 func main() {
-	helper.Dispatch(vethdel.Helpers()) // a helper request runs and exits here
+	p := &plugin{newRules: firewall.New, portTimeout: portTimeout}
+	helpers := vethdel.Helpers()
+	helpers[resync.HelperName] = func(args []string, _ io.Reader) error {
+		return resync.Serve(context.Background(), firewall.PluginBridge, args, os.Stdout, p.repair)
+	}
+	helper.Dispatch(helpers) // a helper request runs and exits here
 	// The host-local built with bridge runs in bridge's process (pkg/invoke).
 	invoke.InProcess("host-local", hostLocalBuildID, hostlocal.Plugin())
-	p := &plugin{newRules: firewall.New, portTimeout: portTimeout}
 	skel.Main(&skel.Plugin{
 		Name: "bridge", Add: p.cmdAdd, Check: p.cmdCheck, Del: p.cmdDel, GC: p.cmdGC, Status: p.cmdStatus,
 	})

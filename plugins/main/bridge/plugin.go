@@ -13,6 +13,7 @@ import (
 	"cnisuite/pkg/calllog"
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/ns"
+	"cnisuite/pkg/records"
 	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
@@ -27,6 +28,8 @@ type plugin struct {
 	newRules func(ctx context.Context, backend string) (firewall.Backend, error)
 	// portTimeout bounds the wait for the host port to forward.
 	portTimeout time.Duration
+	// records keeps the attachments' records (pkg/records).
+	records records.Store
 }
 
 // attach is one attachment being worked on by a command.

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/ifconf"
+	"cnisuite/pkg/sysctl"
 	"cnisuite/pkg/sysctlkeep"
 )
 
@@ -46,6 +47,22 @@ func (linuxHost) EnableLocalnet(ip net.IP, holder string) error {
 // holder (the value stays: other attachments of the link may need it).
 func (linuxHost) ReleaseLocalnet(holder string) error {
 	return sysctlkeep.Keeper{}.Release(holder)
+}
+
+// LocalnetOn reports whether route_localnet is on for the interface
+// routing to ip; without such a route there is nothing to put back.
+// Equivalent to: sysctl net.ipv4.conf.$(ip route get $ip | dev).route_localnet
+func (linuxHost) LocalnetOn(ip net.IP) bool {
+	routes, err := netlink.RouteGet(ip)
+	if err != nil || len(routes) == 0 || routes[0].LinkIndex == 0 {
+		return true
+	}
+	l, err := netlink.LinkByIndex(routes[0].LinkIndex)
+	if err != nil {
+		return true
+	}
+	v, err := sysctl.Get("net/ipv4/conf/" + l.Attrs().Name + "/route_localnet")
+	return err == nil && v == "1"
 }
 
 // FlushUDP deletes UDP conntrack entries by original destination port,

@@ -4,17 +4,27 @@
 package main
 
 import (
+	"context"
+	"io"
+	"os"
+
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/helper"
 	"cnisuite/pkg/netfilter"
+	"cnisuite/pkg/resync"
 	"cnisuite/pkg/skel"
 )
 
 func main() {
 	// A helper request runs and exits here: the netfilter socket of a DEL
 	// that removed rules lingers in a helper (see pkg/netfilter).
-	helper.Dispatch(helper.Set{netfilter.LingerHelper: netfilter.Linger})
 	p := &plugin{newBackend: firewall.New, host: linuxHost{}}
+	helper.Dispatch(helper.Set{
+		netfilter.LingerHelper: netfilter.Linger,
+		resync.HelperName: func(args []string, _ io.Reader) error {
+			return resync.Serve(context.Background(), firewall.PluginPortmap, args, os.Stdout, p.repair)
+		},
+	})
 	skel.Main(&skel.Plugin{
 		Name:   "portmap",
 		Add:    p.Add,

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/records"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
 	"cnisuite/test/golden"
@@ -23,6 +24,8 @@ type fakeHost struct {
 	localnet []string
 	flushed  []string
 	noRoute  bool // the node routes no container address
+	// localnetOn is what LocalnetOn answers.
+	localnetOn bool
 }
 
 func (h *fakeHost) EnableLocalnet(ip net.IP, holder string) error {
@@ -34,6 +37,8 @@ func (h *fakeHost) EnableLocalnet(ip net.IP, holder string) error {
 }
 
 func (h *fakeHost) ReleaseLocalnet(holder string) error { return nil }
+
+func (h *fakeHost) LocalnetOn(ip net.IP) bool { return h.localnetOn }
 
 func (h *fakeHost) FlushUDP(v4 bool, ports []portSpan) error {
 	fam := "v6"
@@ -49,6 +54,8 @@ type harness struct {
 	host   *fakeHost
 	kinds  []string // backend kinds asked for
 	stderr string   // of the last run
+	// records is the records' directory, made at the first run.
+	records string
 }
 
 func newHarness(kind string) *harness {
@@ -58,7 +65,10 @@ func newHarness(kind string) *harness {
 // run runs one verb in-process through the skel.
 func (h *harness) run(t *testing.T, command, conf string, env ...string) (string, *types.Error) {
 	t.Helper()
-	p := &plugin{host: h.host, newBackend: func(ctx context.Context, kind string) (firewall.Backend, error) {
+	if h.records == "" {
+		h.records = t.TempDir()
+	}
+	p := &plugin{host: h.host, records: records.Store{Root: h.records}, newBackend: func(ctx context.Context, kind string) (firewall.Backend, error) {
 		h.kinds = append(h.kinds, kind)
 		if kind == "" { // as firewall.New: choosing checks that the choice is usable
 			if err := h.fw.Usable(ctx); err != nil {

@@ -8,6 +8,8 @@ import (
 	"net"
 
 	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/records"
+	"cnisuite/pkg/resync"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/sysctlkeep"
 	"cnisuite/pkg/types"
@@ -26,6 +28,9 @@ type hostOps interface {
 	EnableLocalnet(ip net.IP, holder string) error
 	// ReleaseLocalnet lets go of what EnableLocalnet kept for holder.
 	ReleaseLocalnet(holder string) error
+	// LocalnetOn reports whether route_localnet is on for the interface
+	// routing to ip (true without such a route: nothing to put back).
+	LocalnetOn(ip net.IP) bool
 	// FlushUDP deletes the UDP conntrack entries whose original destination
 	// port lies in one of spans.
 	FlushUDP(v4 bool, spans []portSpan) error
@@ -46,6 +51,7 @@ func (s portSpan) String() string {
 type plugin struct {
 	newBackend func(ctx context.Context, kind string) (firewall.Backend, error)
 	host       hostOps
+	records    records.Store
 }
 
 func owner(c *Config, a *skel.CmdArgs) firewall.Owner {
@@ -104,6 +110,9 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 		if err := p.enableLocalnet(a, v4.IP); err != nil {
 			return nil, err
 		}
+	}
+	if err := p.writeRecord(c, a); err != nil {
+		return nil, err
 	}
 	p.flushUDP(a, pm.Mappings, v4 != nil, v6 != nil)
 	return prev, nil
@@ -179,7 +188,7 @@ func (p *plugin) Del(ctx context.Context, a *skel.CmdArgs) error {
 		ms, _ = mr.Mapped(ctx, owner(c, a))
 	}
 	done := a.Log.Step("firewall")
-	err = errors.Join(be.Remove(ctx, owner(c, a)), p.host.ReleaseLocalnet(sysctlHolder(a)))
+	err = errors.Join(be.Remove(ctx, owner(c, a)), p.host.ReleaseLocalnet(sysctlHolder(a)), p.removeRecord(c, a))
 	done()
 	if err != nil {
 		return err
@@ -235,10 +244,12 @@ func (p *plugin) GC(ctx context.Context, a *skel.CmdArgs) error {
 	for _, at := range c.GCAttachments() {
 		keep = append(keep, firewall.Owner{ContainerID: at.ContainerID, IfName: at.IfName})
 	}
-	return be.GC(ctx, firewall.PluginPortmap, c.Name, keep)
+	return errors.Join(be.GC(ctx, firewall.PluginPortmap, c.Name, keep),
+		p.records.GC(firewall.PluginPortmap, c.Name, c.GCAttachments()))
 }
 
-// Status reports 50 when the chosen backend cannot work on this node.
+// Status reports 50 when the chosen backend cannot work on this node, and
+// 51 when the network's attachments lost their mappings (resync.Status).
 func (p *plugin) Status(ctx context.Context, a *skel.CmdArgs) error {
 	c, err := Load(a.StdinData)
 	if err != nil {
@@ -255,7 +266,10 @@ func (p *plugin) Status(ctx context.Context, a *skel.CmdArgs) error {
 	if err != nil && !errors.Is(err, types.ErrNotAvailable) && !errors.Is(err, types.ErrInvalidConfig) {
 		return types.Errorf(types.ErrNotAvailable, "portmap: %w", err)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return resync.Status(ctx, p.records, firewall.PluginPortmap, c.Name, p.repair)
 }
 
 // containerAddrs returns the first IPv4 and IPv6 address of the container

@@ -1,0 +1,139 @@
+// Package resync puts back, for every attachment on the node, the firewall
+// rules and sysctls other software took away (nft flush ruleset, a
+// firewalld reload, iptables-restore, sysctl --system), from the records
+// of pkg/records.
+//
+// The repair itself runs in the plugin that made the attachment: Run
+// starts each record's plugin binary once as a helper (pkg/helper, named
+// HelperName) with the records it is to look at; the plugin's Serve then
+// calls, per record, the plugin's own repair function, which builds the
+// rules and sysctls with the very functions its ADD uses, checks them
+// against the kernel and installs only what is missing (the backend's
+// Ensure, one transaction per family). So a plugin feature (port ranges,
+// another chain) is repaired as soon as ADD installs it, and an
+// attachment whose rules are intact is not touched.
+package resync
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"cnisuite/pkg/records"
+	"cnisuite/pkg/types"
+)
+
+// HelperName is the helper a plugin answers with Serve.
+const HelperName = "cnisuite-repair"
+
+// Outcome is what a plugin found and did for one record: one JSON line of
+// the helper's output.
+type Outcome struct {
+	Plugin      string `json:"plugin"`
+	Network     string `json:"network"`
+	ContainerID string `json:"containerID"`
+	IfName      string `json:"ifName"`
+	// Missing lists what was gone ("firewall rules", "net.ipv4.ip_forward").
+	Missing []string `json:"missing,omitempty"`
+	// Repaired is set when Missing was put back (never in a dry run).
+	Repaired bool `json:"repaired,omitempty"`
+	// Stale is set when the attachment's netns is gone: GC's business,
+	// nothing is re-created for it.
+	Stale bool   `json:"stale,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// RepairFunc looks at one attachment and, unless dryRun, puts back what is
+// missing; it returns what was missing.
+type RepairFunc func(ctx context.Context, r records.Record, dryRun bool) (missing []string, err error)
+
+// Request is what Run asks of a helper: its arguments.
+type Request struct {
+	DryRun bool
+	// Root is the records' directory ("" = records.Dir).
+	Root string
+	// Records are "network/file" names of the plugin's records.
+	Records []string
+}
+
+// Args renders the request as helper arguments.
+func (q Request) Args() []string {
+	args := []string{"-root", q.Root}
+	if q.DryRun {
+		args = append(args, "-n")
+	}
+	return append(args, q.Records...)
+}
+
+// ParseArgs reads the arguments Args wrote.
+func ParseArgs(args []string) (Request, error) {
+	var q Request
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "-n":
+			q.DryRun = true
+		case "-root":
+			if i+1 == len(args) {
+				return q, fmt.Errorf("-root without a directory")
+			}
+			i++
+			q.Root = args[i]
+		default:
+			if strings.Count(args[i], "/") != 1 {
+				return q, fmt.Errorf("record %q: want network/file", args[i])
+			}
+			q.Records = append(q.Records, args[i])
+		}
+	}
+	return q, nil
+}
+
+// Serve is the body of a plugin's HelperName helper: it repairs each
+// record of the request and writes one Outcome per record to out.
+func Serve(ctx context.Context, plugin string, args []string, out io.Writer, repair RepairFunc) error {
+	q, err := ParseArgs(args)
+	if err != nil {
+		return err
+	}
+	store := records.Store{Root: q.Root}
+	enc := json.NewEncoder(out)
+	for _, name := range q.Records {
+		network, file, _ := strings.Cut(name, "/")
+		o := Outcome{Plugin: plugin, Network: network}
+		r, err := store.Read(plugin, network, file)
+		if err == nil {
+			o.ContainerID, o.IfName = r.ContainerID, r.IfName
+			if o.Stale = !netnsExists(r.Netns); !o.Stale {
+				o.Missing, err = repair(ctx, r, q.DryRun)
+				o.Repaired = err == nil && len(o.Missing) > 0 && !q.DryRun
+			}
+		}
+		if err != nil {
+			o.Error = err.Error()
+		}
+		if err := enc.Encode(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Status is a plugin's STATUS look at the attachments of its network: when
+// one (the first recorded) has lost rules or sysctls, the error (code 51)
+// names the network and what is gone. It reads one directory listing and,
+// when the network has attachments, one record, and runs repair as a dry
+// run: no process starts. A network without records has nothing to lose.
+func Status(ctx context.Context, store records.Store, plugin, network string, repair RepairFunc) error {
+	r, n, err := store.First(plugin, network)
+	if err != nil || n == 0 {
+		return nil
+	}
+	missing, err := repair(ctx, r, true)
+	if err != nil || len(missing) == 0 {
+		return nil
+	}
+	return types.Errorf(types.ErrLimitedConnectivity, "network %q: %s of its attachments gone (%d %s attachment(s); cnisuite resync puts them back)",
+		network, strings.Join(missing, " and "), n, plugin)
+}

@@ -1,0 +1,187 @@
+package resync
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"cnisuite/pkg/helper"
+	"cnisuite/pkg/records"
+)
+
+// Plugins are the plugins that write records.
+var Plugins = []string{"bridge", "portmap"}
+
+// Options of Run.
+type Options struct {
+	// BinDir, when set, holds the plugins to run; else each record's own
+	// binary (the one that wrote it) is.
+	BinDir string
+	DryRun bool
+	// Root is the records' directory ("" = records.Dir).
+	Root string
+}
+
+// ErrFailed is wrapped by Run when some attachment could not be repaired.
+var ErrFailed = errors.New("some attachments were not repaired")
+
+// Run repairs every recorded attachment, prints one line per network to
+// out, and returns the outcomes.
+func Run(ctx context.Context, o Options, out io.Writer) ([]Outcome, error) {
+	var all []Outcome
+	var errs []error
+	store := records.Store{Root: o.Root}
+	for _, plugin := range Plugins {
+		groups, err := byBinary(store, plugin, o.BinDir)
+		errs = append(errs, err)
+		bins := make([]string, 0, len(groups))
+		for bin := range groups {
+			bins = append(bins, bin)
+		}
+		sort.Strings(bins)
+		for _, bin := range bins {
+			q := Request{DryRun: o.DryRun, Root: o.Root, Records: groups[bin]}
+			got, err := runHelper(ctx, bin, q)
+			errs = append(errs, err)
+			all = append(all, got...)
+		}
+	}
+	summarize(out, all, o.DryRun)
+	for _, oc := range all {
+		if oc.Error != "" {
+			errs = append(errs, fmt.Errorf("%w: %s %s/%s/%s: %s", ErrFailed, oc.Plugin, oc.Network, oc.ContainerID, oc.IfName, oc.Error))
+		}
+	}
+	return all, errors.Join(errs...)
+}
+
+// byBinary returns plugin's records as "network/file", by the binary that
+// is to repair them.
+func byBinary(store records.Store, plugin, binDir string) (map[string][]string, error) {
+	nets, err := store.Networks(plugin)
+	if err != nil {
+		return nil, err
+	}
+	groups := map[string][]string{}
+	var errs []error
+	for _, n := range nets {
+		recs, err := store.List(plugin, n)
+		errs = append(errs, err)
+		for _, r := range recs {
+			bin := r.Binary
+			if binDir != "" || bin == "" {
+				bin = filepath.Join(binDir, plugin)
+			}
+			if !filepath.IsAbs(bin) {
+				errs = append(errs, fmt.Errorf("%s %s/%s: no plugin binary recorded: give -bindir", plugin, n, r.ContainerID))
+				continue
+			}
+			groups[bin] = append(groups[bin], n+"/"+r.File)
+		}
+	}
+	return groups, errors.Join(errs...)
+}
+
+// runHelper runs bin's repair helper for q and decodes its outcomes.
+func runHelper(ctx context.Context, bin string, q Request) ([]Outcome, error) {
+	cmd := exec.CommandContext(ctx, bin, append([]string{helper.Flag, HelperName}, q.Args()...)...)
+	// A helper's environment is empty but for PATH: the backends find
+	// iptables and nft through it, and tell iptables-nft from legacy by it.
+	cmd.Env = []string{"PATH=" + searchPath()}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	var outs []Outcome
+	sc := bufio.NewScanner(bytes.NewReader(stdout))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var oc Outcome
+		if jerr := json.Unmarshal(sc.Bytes(), &oc); jerr != nil {
+			return outs, fmt.Errorf("%s: output %q: %w", bin, sc.Text(), jerr)
+		}
+		outs = append(outs, oc)
+	}
+	if err != nil {
+		return outs, fmt.Errorf("%s: %w: %s", bin, err, strings.TrimSpace(stderr.String()))
+	}
+	return outs, nil
+}
+
+// defaultPath is PATH when the command runs without one (as from a
+// systemd unit).
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+func searchPath() string {
+	if p := os.Getenv("PATH"); p != "" {
+		return p
+	}
+	return defaultPath
+}
+
+// tally is what one network's outcomes add up to.
+type tally struct {
+	total, intact, repaired, stale, failed int
+	missing                                map[string]bool
+}
+
+// summarize prints one line per network:
+//
+//	net1: 3 attachments: 2 intact, 1 repaired (firewall rules of bridge), 0 stale, 0 failed
+func summarize(out io.Writer, outs []Outcome, dryRun bool) {
+	nets := map[string]*tally{}
+	var names []string
+	for _, oc := range outs {
+		t := nets[oc.Network]
+		if t == nil {
+			t = &tally{missing: map[string]bool{}}
+			nets[oc.Network] = t
+			names = append(names, oc.Network)
+		}
+		t.add(oc)
+	}
+	sort.Strings(names)
+	verb := "repaired"
+	if dryRun {
+		verb = "to repair"
+	}
+	for _, n := range names {
+		t := nets[n]
+		var what []string
+		for m := range t.missing {
+			what = append(what, m)
+		}
+		sort.Strings(what)
+		detail := ""
+		if len(what) > 0 {
+			detail = " (" + strings.Join(what, ", ") + ")"
+		}
+		fmt.Fprintf(out, "%s: %d attachments: %d intact, %d %s%s, %d stale, %d failed\n",
+			n, t.total, t.intact, t.repaired, verb, detail, t.stale, t.failed)
+	}
+}
+
+func (t *tally) add(oc Outcome) {
+	t.total++
+	switch {
+	case oc.Error != "":
+		t.failed++
+	case oc.Stale:
+		t.stale++
+	case len(oc.Missing) == 0:
+		t.intact++
+	default:
+		t.repaired++
+	}
+	for _, m := range oc.Missing {
+		t.missing[m+" of "+oc.Plugin] = true
+	}
+}
