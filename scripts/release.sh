@@ -88,7 +88,7 @@ PLUGINS=("${PLUGINS[@]/#/./}")
 # TOOLS are the commands shipped with the plugins, named so that none
 # collides with a plugin type in a tarball's flat layout. A new folder in
 # cmd/ ships only once it is named here.
-TOOLS=(./cmd/cnisuite-gc)
+TOOLS=(./cmd/cnisuite ./cmd/cnisuite-gc)
 
 # build compiles the packages $3... for the architecture $1 into the
 # directory $2, one binary each, mode 0755, through scripts/build.sh (which
@@ -211,11 +211,14 @@ control_tools() {
 	cat <<EOF
 Replaces: cnisuite (<< $v)
 Description: administration tools of the cnisuite CNI plugins
- /usr/sbin/cnisuite-gc removes what the cnisuite plugins left for
- attachments the runtime no longer knows, as after going back to the
- reference plugins. It stays installed when the plugins (package cnisuite)
- are removed, which is when it is needed, and so does the copy of the
- plugins it runs: cnisuite-gc -bindir $GCBIN.
+ /usr/sbin/cnisuite resync puts back the firewall rules and sysctls of
+ every pod that other software (nft flush ruleset, a firewalld reload,
+ sysctl --system) removed. cnisuite gc (also /usr/sbin/cnisuite-gc)
+ removes what the cnisuite plugins left for attachments the runtime no
+ longer knows, as after going back to the reference plugins. They stay
+ installed when the plugins (package cnisuite) are removed, which is when
+ gc is needed, and so does the copy of the plugins it runs:
+ cnisuite gc -bindir $GCBIN.
  .
  Version $VERSION.
 EOF

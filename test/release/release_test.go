@@ -59,8 +59,9 @@ var arches = map[string]struct {
 var plugins = []string{"bridge", "host-local", "loopback", "portmap", "tuning"}
 
 // tools are the commands every artifact must hold beside the plugins; each
-// carries the version too (cnisuite-gc -version prints it).
-var tools = []string{"cnisuite-gc"}
+// carries the version too (cnisuite -version and cnisuite-gc -version
+// print it).
+var tools = []string{"cnisuite", "cnisuite-gc"}
 
 // tarName is the file name of an architecture's tarball.
 func tarName(arch string) string { return "cnisuite-linux-" + arch + "-" + version + ".tgz" }

@@ -1,4 +1,17 @@
-package main
+// Package nodegc removes what cnisuite's plugins left on a node for
+// attachments the container runtime no longer knows (cnisuite gc, and its
+// older name cnisuite-gc): the cleanup after switching a node back to the
+// reference plugins, whose DEL does not know our rules, leases index or
+// tuning state. It never touches an attachment the runtime knows.
+//
+// The runtime's knowledge is libcni's result cache (<cachedir>/results,
+// /var/lib/cni/results for containerd, CRI-O and podman's CNI backend): an
+// attachment is live while its cache entry exists, and libcni removes the
+// entry only after a successful DEL. For every network of confdir, every
+// plugin of ours in it (bridge, which passes GC on to host-local, portmap,
+// tuning) is run from bindir with CNI_COMMAND=GC and the live attachments
+// of that network as cni.dev/valid-attachments.
+package nodegc
 
 import (
 	"bytes"
@@ -16,9 +29,17 @@ import (
 	"cnisuite/pkg/types"
 )
 
-type options struct {
-	binDir, confDir, cacheDir string
-	dryRun                    bool
+// Options of Run.
+type Options struct {
+	// BinDir holds cnisuite's plugins (after a rollback, not the
+	// runtime's plugin directory).
+	BinDir string
+	// ConfDir is the runtime's network configuration directory.
+	ConfDir string
+	// CacheDir is libcni's cache directory, holding results/.
+	CacheDir string
+	// DryRun prints what would be run and runs nothing.
+	DryRun bool
 }
 
 // ours are the plugins whose GC removes state of ours; host-local is
@@ -32,13 +53,13 @@ type network struct {
 	file    string
 }
 
-// run collects the live attachments and the networks, then runs GC.
-func run(o options, out io.Writer) error {
-	live, err := liveAttachments(filepath.Join(o.cacheDir, "results"))
+// Run collects the live attachments and the networks, then runs GC.
+func Run(o Options, out io.Writer) error {
+	live, err := liveAttachments(filepath.Join(o.CacheDir, "results"))
 	if err != nil {
 		return err
 	}
-	nets, err := networks(o.confDir)
+	nets, err := networks(o.ConfDir)
 	if err != nil {
 		return err
 	}
@@ -51,8 +72,8 @@ func run(o options, out io.Writer) error {
 			}
 			valid := live[n.Name]
 			fmt.Fprintf(out, "%s: %s GC keeping %d live attachment(s)\n", n.Name, kind, len(valid))
-			if !o.dryRun {
-				errs = append(errs, gc(o.binDir, kind, gcConfig(n.Name, p, valid)))
+			if !o.DryRun {
+				errs = append(errs, gc(o.BinDir, kind, gcConfig(n.Name, p, valid)))
 			}
 		}
 	}

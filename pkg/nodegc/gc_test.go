@@ -1,4 +1,4 @@
-package main
+package nodegc
 
 import (
 	"encoding/json"
@@ -38,8 +38,8 @@ func TestGCKeepsWhatTheRuntimeKnows(t *testing.T) {
 	write(t, filepath.Join(cache, "results", "a-live2-eth0"), `{"kind":"cniCacheV1","containerId":"live2","ifName":"eth0","networkName":"a"}`)
 
 	var out strings.Builder
-	if err := run(options{binDir: bin, confDir: conf, cacheDir: cache}, &out); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
+	if err := Run(Options{BinDir: bin, ConfDir: conf, CacheDir: cache}, &out); err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
 	data, err := os.ReadFile(filepath.Join(bin, "calls"))
 	if err != nil {
@@ -84,9 +84,9 @@ func TestGCRefusesWithoutCache(t *testing.T) {
 	root := t.TempDir()
 	write(t, filepath.Join(root, "bin", "bridge"), recorder)
 	write(t, filepath.Join(root, "net.d", "a.conflist"), `{"name":"a","plugins":[{"type":"bridge"}]}`)
-	err := run(options{binDir: filepath.Join(root, "bin"), confDir: filepath.Join(root, "net.d"), cacheDir: filepath.Join(root, "nocache")}, &strings.Builder{})
+	err := Run(Options{BinDir: filepath.Join(root, "bin"), ConfDir: filepath.Join(root, "net.d"), CacheDir: filepath.Join(root, "nocache")}, &strings.Builder{})
 	if err == nil || !strings.Contains(err.Error(), "result cache") {
-		t.Errorf("run without a cache = %v, want a refusal", err)
+		t.Errorf("Run without a cache = %v, want a refusal", err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "bin", "calls")); err == nil {
 		t.Error("a plugin ran although no attachment could be told live")
