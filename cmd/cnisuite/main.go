@@ -6,10 +6,14 @@
 //	cnisuite resync [-n] [-bindir DIR] [-records DIR]
 //	    put back the firewall rules and sysctls of every attachment on
 //	    the node that other software removed (pkg/resync)
+//	cnisuite watch [-bindir DIR] [-records DIR]
+//	    the same repair, run by itself on nftables and forwarding changes
+//	    and firewalld reloads (pkg/watch)
 //	cnisuite version
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -17,15 +21,19 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"cnisuite/pkg/nodegc"
 	"cnisuite/pkg/resync"
 	"cnisuite/pkg/skel"
+	"cnisuite/pkg/watch"
 )
 
 const usage = `usage: cnisuite gc -bindir DIR [-confdir DIR] [-cachedir DIR] [-n]
        cnisuite resync [-n] [-bindir DIR] [-records DIR]
+       cnisuite watch [-bindir DIR] [-records DIR]
        cnisuite version
 `
 
@@ -47,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return nodegc.Command("cnisuite gc", args[1:], stdout, stderr)
 	case "resync":
 		return resyncCommand(ctx, args[1:], stdout, stderr)
+	case "watch":
+		return watchCommand(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "cnisuite (cnisuite %s)\n", skel.Suite)
 		return 0
@@ -58,16 +68,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// resyncCommand runs `cnisuite resync`: exit status 0 when every
-// attachment is intact or repaired, 1 when one could not be, 2 for a usage
-// error.
-func resyncCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var o resync.Options
-	fs := flag.NewFlagSet("cnisuite resync", flag.ContinueOnError)
+// resyncFlags declares the flags resync and watch share.
+func resyncFlags(name string, o *resync.Options, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.BoolVar(&o.DryRun, "n", false, "print what is missing, change nothing")
 	fs.StringVar(&o.BinDir, "bindir", "", "directory of the plugins to repair with (default: each attachment's own plugin binary)")
 	fs.StringVar(&o.Root, "records", "", "the attachments' records (default /run/cnisuite/records)")
+	return fs
+}
+
+// parse parses args; code is -1 to go on, else the exit status.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (code int) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -75,8 +86,59 @@ func resyncCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "cnisuite resync: unexpected argument %q\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
 		return 2
+	}
+	return -1
+}
+
+// watchCommand runs `cnisuite watch` until SIGINT or SIGTERM: one line per
+// repair that found something missing or failed.
+func watchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o resync.Options
+	if code := parse(resyncFlags("cnisuite watch", &o, stderr), args, stderr); code >= 0 {
+		return code
+	}
+	repair := func(ctx context.Context, reason string) {
+		var out bytes.Buffer
+		outs, err := resync.Run(ctx, o, &out)
+		if err == nil && !changed(outs) {
+			return
+		}
+		fmt.Fprintf(stdout, "%s %s:\n%s", time.Now().UTC().Format(time.RFC3339Nano), reason, out.String())
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintf(stderr, "cnisuite watch: %v\n", err)
+		}
+	}
+	ready := func(sources []string) {
+		fmt.Fprintf(stdout, "cnisuite watch: watching %s\n", strings.Join(sources, ", "))
+	}
+	if err := watch.Run(ctx, watch.Options{Repair: repair, Log: stderr, Ready: ready}); err != nil {
+		fmt.Fprintf(stderr, "cnisuite watch: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// changed reports whether a repair found anything missing.
+func changed(outs []resync.Outcome) bool {
+	for _, oc := range outs {
+		if len(oc.Missing) > 0 || oc.Error != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// resyncCommand runs `cnisuite resync`: exit status 0 when every
+// attachment is intact or repaired, 1 when one could not be, 2 for a usage
+// error.
+func resyncCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o resync.Options
+	fs := resyncFlags("cnisuite resync", &o, stderr)
+	fs.BoolVar(&o.DryRun, "n", false, "print what is missing, change nothing")
+	if code := parse(fs, args, stderr); code >= 0 {
+		return code
 	}
 	outs, err := resync.Run(ctx, o, stdout)
 	if len(outs) == 0 && err == nil {

@@ -17,8 +17,10 @@ package resync
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 
 	"cnisuite/pkg/records"
@@ -103,6 +105,9 @@ func Serve(ctx context.Context, plugin string, args []string, out io.Writer, rep
 		network, file, _ := strings.Cut(name, "/")
 		o := Outcome{Plugin: plugin, Network: network}
 		r, err := store.Read(plugin, network, file)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // DEL removed it since it was listed: nothing to repair
+		}
 		if err == nil {
 			o.ContainerID, o.IfName = r.ContainerID, r.IfName
 			if o.Stale = !netnsExists(r.Netns); !o.Stale {

@@ -1,0 +1,130 @@
+package resync
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"cnisuite/pkg/sysctl"
+	"cnisuite/test/sandbox"
+)
+
+// TestWatchRepairs: with `cnisuite watch` running and no other action, the
+// host port and the masquerade come back after each reset, STATUS is 0
+// and CHECK passes again, and other software's rules are untouched. The
+// time from the reset to the host port answering is logged, not asserted.
+func TestWatchRepairs(t *testing.T) {
+	sandbox.Require(t)
+	tool := cnisuiteTool(t)
+	startWatch(t, tool)
+	i := 20
+	for _, b := range backends {
+		for _, r := range resets {
+			if !r.hits(b) {
+				continue
+			}
+			i++
+			name := b
+			if name == "" {
+				name = "no_backend_key"
+			}
+			t.Run(name+"/"+r.name, func(t *testing.T) { watchReset(t, b, r, i) })
+		}
+	}
+}
+
+func watchReset(t *testing.T, backend string, r reset, i int) {
+	ctx := context.Background()
+	if err := sysctl.Set("net/ipv4/ip_forward", "0"); err != nil {
+		t.Fatal(err)
+	}
+	n := newNode(t, backend, i)
+	pod := n.add("pod-w")
+	n.wantConnected(pod, "after ADD")
+	start := time.Now()
+	for _, c := range r.cmds {
+		// A watcher that was quicker than the admin's next command can
+		// make it fail: iptables -X finds our chains back and in use.
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Logf("%s (the watcher may have repaired in between): %v: %s", strings.Join(c, " "), err, out)
+		}
+	}
+	// Another program puts its rules back at the same time as the
+	// watcher repairs ours.
+	other := plantOtherSoftware(t)
+	// Bounded: the watcher repairs within a second; the safety net would
+	// take a minute.
+	var got string
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if got, err = askQuick(n, pod); err == nil && got == pod.id {
+			break
+		}
+	}
+	if got != pod.id {
+		t.Fatalf("after %s with the watcher running, the host port answers %q, %v", r.name, got, err)
+	}
+	t.Logf("%s: host port answered again %s after the reset", r.name, time.Since(start).Round(time.Millisecond))
+	n.wantConnected(pod, "after the watcher's repair")
+	if err := n.status(ctx); err != nil {
+		t.Errorf("STATUS after the watcher's repair: %v", err)
+	}
+	if err := n.rt.CheckNetworkList(ctx, n.list, pod.rc); err != nil {
+		t.Errorf("CHECK after the watcher's repair: %v", err)
+	}
+	other.wantUntouched(t)
+	if err := n.rt.DelNetworkList(ctx, n.list, pod.rc); err != nil {
+		t.Fatalf("DEL: %v", err)
+	}
+	n.wantNothingLeft(t, pod)
+}
+
+// askQuick asks the host port from the peer with a short timeout.
+func askQuick(n *node, p *pod) (string, error) {
+	return ask(n.peer.ns, n.peer.nodeIP, 8080)
+}
+
+// startWatch runs `cnisuite watch` until the test ends and waits until it
+// says it is watching.
+func startWatch(t *testing.T, tool string) {
+	t.Helper()
+	cmd := exec.Command(tool, "watch")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		var log []string
+		for l := range lines {
+			log = append(log, l)
+		}
+		t.Logf("cnisuite watch printed:\n%s\nstderr:\n%s", strings.Join(log, "\n"), stderr.String())
+	})
+	select {
+	case l := <-lines:
+		if !strings.Contains(l, "watching nftables events, netconf events") {
+			t.Fatalf("cnisuite watch: %q, want it watching nftables and netconf events", l)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("cnisuite watch did not start: %s", stderr.String())
+	}
+}
