@@ -132,8 +132,8 @@ func Serve(ctx context.Context, plugin string, args []string, out io.Writer, rep
 // run: no process starts. A network without records has nothing to lose.
 func Status(ctx context.Context, store records.Store, plugin, network string, repair RepairFunc) error {
 	r, n, err := store.First(plugin, network)
-	if err != nil || n == 0 {
-		return nil
+	if err != nil || n == 0 || !netnsExists(r.Netns) {
+		return nil // a pod gone without DEL is GC's, not lost connectivity
 	}
 	missing, err := repair(ctx, r, true)
 	if err != nil || len(missing) == 0 {

@@ -19,13 +19,15 @@ func TestRecordStatusRepair(t *testing.T) {
 	h := newHarness(firewall.KindNFTables)
 	h.host.localnetOn = true
 	status := `{"cniVersion":"1.1.0","name":"net1","type":"portmap"}`
-	if _, e := h.run(t, "ADD", conf(maps)); e != nil {
+	// A netns that exists: STATUS leaves an attachment whose netns is
+	// gone to GC.
+	if _, e := h.run(t, "ADD", conf(maps), "CNI_NETNS=/proc/self/ns/net", "CNI_NETNS_OVERRIDE=1"); e != nil {
 		t.Fatalf("ADD: %+v", e)
 	}
 	want := h.fw.Dump()
 	store := records.Store{Root: h.records}
 	recs, err := store.List(firewall.PluginPortmap, "net1")
-	if err != nil || len(recs) != 1 || recs[0].ContainerID != "ctr1" || recs[0].Netns != "/nonexistent/netns" {
+	if err != nil || len(recs) != 1 || recs[0].ContainerID != "ctr1" || recs[0].Netns != "/proc/self/ns/net" {
 		t.Fatalf("records after ADD = %+v, %v; want ctr1's", recs, err)
 	}
 	if _, e := h.run(t, "STATUS", status); e != nil {
@@ -93,5 +95,21 @@ func TestGCRecords(t *testing.T) {
 	recs, err := records.Store{Root: h.records}.List(firewall.PluginPortmap, "net1")
 	if err != nil || len(recs) != 1 || recs[0].ContainerID != "b" {
 		t.Errorf("records after GC = %+v, %v; want only b's", recs, err)
+	}
+}
+
+// An attachment whose netns is gone (a pod that died without DEL) is GC's
+// business: STATUS does not call its missing rules lost connectivity.
+func TestStatusIgnoresGoneNetns(t *testing.T) {
+	h := newHarness(firewall.KindNFTables)
+	if _, e := h.run(t, "ADD", conf(maps)); e != nil { // CNI_NETNS=/nonexistent/netns
+		t.Fatalf("ADD: %+v", e)
+	}
+	o := firewall.Owner{Plugin: firewall.PluginPortmap, Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
+	if err := h.fw.Remove(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if _, e := h.run(t, "STATUS", `{"cniVersion":"1.1.0","name":"net1","type":"portmap"}`); e != nil {
+		t.Errorf("STATUS with the only attachment's netns gone = %+v, want success", e)
 	}
 }
