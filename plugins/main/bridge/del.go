@@ -19,7 +19,8 @@ import (
 )
 
 // cmdDel removes everything the attachment's ADD made: the veth pair, the
-// IPAM lease, the masquerade and spoof-check rules. Absence of any of them —
+// IPAM lease, the masquerade and spoof-check rules, the attachment's
+// record (pkg/records). Absence of any of them —
 // of the netns, the interface, the prevResult — is success; so is a second
 // DEL. Real failures are joined and returned.
 func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
@@ -55,12 +56,14 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 	}
 	sysctls := func() error {
 		if !conf.IsGW && !conf.IsDefaultGW {
-			return at.p.records.Remove(firewall.PluginBridge, conf.Name, a.ContainerID, a.IfName)
+			return nil
 		}
-		return errors.Join(sysctlkeep.Keeper{}.Release(at.sysctlHolder()),
-			at.p.records.Remove(firewall.PluginBridge, conf.Name, a.ContainerID, a.IfName))
+		return sysctlkeep.Keeper{}.Release(at.sysctlHolder())
 	}
-	if err := errors.Join(concurrent.Run(at.removeVeth, ipam, rules, sysctls)...); err != nil {
+	record := func() error {
+		return at.p.records.Remove(firewall.PluginBridge, conf.Name, a.ContainerID, a.IfName)
+	}
+	if err := errors.Join(concurrent.Run(at.removeVeth, ipam, rules, sysctls, record)...); err != nil {
 		return err
 	}
 	return at.removeBridgeIfEmpty(ctx)
