@@ -153,6 +153,10 @@ REFDIR=/usr/lib/cnisuite/reference
 # GCBIN is where cnisuite-tools keeps a copy of the plugins, whose GC
 # cnisuite-gc runs after going back to the reference plugins.
 GCBIN=/usr/lib/cnisuite/bin
+# UNITDIR holds cnisuite-tools' systemd units (cnisuite watch, and a
+# cnisuite resync run after the firewall services start), not enabled by
+# the package: the admin enables them (docs/operations.md).
+UNITDIR=/usr/lib/systemd/system
 
 # control_fields writes the fields both packages share; $1 is the package
 # root, $2 the architecture.
@@ -220,6 +224,10 @@ Description: administration tools of the cnisuite CNI plugins
  gc is needed, and so does the copy of the plugins it runs:
  cnisuite gc -bindir $GCBIN.
  .
+ The units cnisuite-watch.service (the repair, run by itself whenever
+ the firewall is reset) and cnisuite-resync.service are installed, not
+ enabled.
+ .
  Version $VERSION.
 EOF
 }
@@ -280,6 +288,8 @@ deb() {
 	maintscript cnisuite preinst "$plugins"
 	maintscript cnisuite postrm "$plugins"
 	build "$arch" "$tools/usr/sbin" "${TOOLS[@]}"
+	install -d -m 0755 "$tools$UNITDIR"
+	install -m 0644 packaging/systemd/*.service "$tools$UNITDIR/"
 	install -d -m 0755 "$tools$GCBIN"
 	cp -p "$plugins/usr/lib/cni/"* "$tools$GCBIN/"
 	echo "$(debpack "$plugins" cnisuite plugins "$arch") $(debpack "$tools" cnisuite-tools tools "$arch")"

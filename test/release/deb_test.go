@@ -161,10 +161,13 @@ func checkControl(t *testing.T, s debroot.Suite, arch string) {
 	}
 }
 
+// units are the systemd units of cnisuite-tools (packaging/systemd).
+var units = []string{"cnisuite-resync.service", "cnisuite-watch.service"}
+
 // checkDebFiles asserts the plugins package holds exactly the plugins in
 // /usr/lib/cni and its documentation, the tools package the tools in
-// /usr/sbin, the plugins for cnisuite-gc in /usr/lib/cnisuite/bin and its
-// documentation, owned by root, at the build's time, the binaries built
+// /usr/sbin, the plugins for cnisuite-gc in /usr/lib/cnisuite/bin, the
+// systemd units and its documentation, owned by root, at the build's time, the binaries built
 // for this machine.
 func checkDebFiles(t *testing.T, s debroot.Suite) {
 	want := []string{"./", "./usr/", "./usr/lib/", "./usr/lib/cni/"}
@@ -175,6 +178,10 @@ func checkDebFiles(t *testing.T, s debroot.Suite) {
 	want = []string{"./", "./usr/", "./usr/lib/", "./usr/lib/cnisuite/", "./usr/lib/cnisuite/bin/"}
 	for _, p := range plugins {
 		want = append(want, "./usr/lib/cnisuite/bin/"+p)
+	}
+	want = append(want, "./usr/lib/systemd/", "./usr/lib/systemd/system/")
+	for _, u := range units {
+		want = append(want, "./usr/lib/systemd/system/"+u)
 	}
 	want = append(want, "./usr/sbin/")
 	for _, tool := range tools {
