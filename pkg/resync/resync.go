@@ -22,6 +22,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"sync"
 
 	"cnisuite/pkg/records"
 	"cnisuite/pkg/types"
@@ -100,29 +101,54 @@ func Serve(ctx context.Context, plugin string, args []string, out io.Writer, rep
 		return err
 	}
 	store := records.Store{Root: q.Root}
+	outs := make([]*Outcome, len(q.Records))
+	// A few attachments at a time, as a runtime runs ADDs: each repair
+	// waits mostly on its own netlink transactions.
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for i, name := range q.Records {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			outs[i] = serveOne(ctx, store, plugin, name, q.DryRun, repair)
+		}()
+	}
+	wg.Wait()
 	enc := json.NewEncoder(out)
-	for _, name := range q.Records {
-		network, file, _ := strings.Cut(name, "/")
-		o := Outcome{Plugin: plugin, Network: network}
-		r, err := store.Read(plugin, network, file)
-		if errors.Is(err, fs.ErrNotExist) {
+	for _, o := range outs {
+		if o == nil {
 			continue // DEL removed it since it was listed: nothing to repair
-		}
-		if err == nil {
-			o.ContainerID, o.IfName = r.ContainerID, r.IfName
-			if o.Stale = !netnsExists(r.Netns); !o.Stale {
-				o.Missing, err = repair(ctx, r, q.DryRun)
-				o.Repaired = err == nil && len(o.Missing) > 0 && !q.DryRun
-			}
-		}
-		if err != nil {
-			o.Error = err.Error()
 		}
 		if err := enc.Encode(o); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// workers is how many attachments a helper repairs at once.
+const workers = 4
+
+// serveOne repairs the record name ("network/file"); nil when it is gone.
+func serveOne(ctx context.Context, store records.Store, plugin, name string, dryRun bool, repair RepairFunc) *Outcome {
+	network, file, _ := strings.Cut(name, "/")
+	o := &Outcome{Plugin: plugin, Network: network}
+	r, err := store.Read(plugin, network, file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		o.ContainerID, o.IfName = r.ContainerID, r.IfName
+		if o.Stale = !netnsExists(r.Netns); !o.Stale {
+			o.Missing, err = repair(ctx, r, dryRun)
+			o.Repaired = err == nil && len(o.Missing) > 0 && !dryRun
+		}
+	}
+	if err != nil {
+		o.Error = err.Error()
+	}
+	return o
 }
 
 // Status is a plugin's STATUS look at the attachments of its network: when

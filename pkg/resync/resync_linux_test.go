@@ -7,7 +7,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"cnisuite/pkg/records"
@@ -31,9 +33,12 @@ func TestServe(t *testing.T) {
 	live := write(t, s, "bridge", "net1", "live", "/proc/self/ns/net", "")
 	broken := write(t, s, "bridge", "net1", "broken", "", "")
 	gone := write(t, s, "bridge", "net1", "gone", "/nonexistent/netns", "")
+	var mu sync.Mutex
 	var repaired []string
 	repair := func(_ context.Context, r records.Record, dryRun bool) ([]string, error) {
+		mu.Lock()
 		repaired = append(repaired, r.ContainerID)
+		mu.Unlock()
 		if r.ContainerID == "broken" {
 			return nil, errors.New("no backend")
 		}
@@ -49,7 +54,8 @@ func TestServe(t *testing.T) {
 	if err := Serve(context.Background(), "bridge", q.Args(), &out, repair); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	if strings.Join(repaired, " ") != "live broken" {
+	sort.Strings(repaired)
+	if strings.Join(repaired, " ") != "broken live" {
 		t.Errorf("repaired %v, want live and broken (gone is stale)", repaired)
 	}
 	var got []Outcome

@@ -8,11 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"cnisuite/pkg/helper"
 	"cnisuite/pkg/records"
@@ -37,24 +40,35 @@ var ErrFailed = errors.New("some attachments were not repaired")
 // Run repairs every recorded attachment, prints one line per network to
 // out, and returns the outcomes.
 func Run(ctx context.Context, o Options, out io.Writer) ([]Outcome, error) {
-	var all []Outcome
 	var errs []error
 	store := records.Store{Root: o.Root}
+	var jobs []Request
+	var bins []string
 	for _, plugin := range Plugins {
 		groups, err := byBinary(store, plugin, o.BinDir)
 		errs = append(errs, err)
-		bins := make([]string, 0, len(groups))
-		for bin := range groups {
+		for _, bin := range slices.Sorted(maps.Keys(groups)) {
 			bins = append(bins, bin)
-		}
-		sort.Strings(bins)
-		for _, bin := range bins {
-			q := Request{DryRun: o.DryRun, Root: o.Root, Records: groups[bin]}
-			got, err := runHelper(ctx, bin, q)
-			errs = append(errs, err)
-			all = append(all, got...)
+			jobs = append(jobs, Request{DryRun: o.DryRun, Root: o.Root, Records: groups[bin]})
 		}
 	}
+	// The plugins' helpers run at the same time: each its own attachments.
+	got := make([][]Outcome, len(jobs))
+	jobErrs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], jobErrs[i] = runHelper(ctx, bins[i], jobs[i])
+		}()
+	}
+	wg.Wait()
+	var all []Outcome
+	for i := range jobs {
+		all = append(all, got[i]...)
+	}
+	errs = append(errs, jobErrs...)
 	summarize(out, all, o.DryRun)
 	for _, oc := range all {
 		if oc.Error != "" {

@@ -29,6 +29,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"sync"
 	"time"
 )
@@ -128,6 +129,7 @@ func start(ctx context.Context, o Options, notify func(string)) []string {
 			names = append(names, n)
 		}
 	}
+	sort.Strings(names)
 	return names
 }
 

@@ -121,7 +121,7 @@ func startWatch(t *testing.T, tool string) {
 	})
 	select {
 	case l := <-lines:
-		if !strings.Contains(l, "watching nftables events, netconf events") {
+		if !strings.Contains(l, "watching") || !strings.Contains(l, "nftables events") || !strings.Contains(l, "netconf events") {
 			t.Fatalf("cnisuite watch: %q, want it watching nftables and netconf events", l)
 		}
 	case <-time.After(30 * time.Second):
