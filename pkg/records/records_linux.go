@@ -25,16 +25,20 @@
 package records
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
@@ -166,10 +170,56 @@ func (s Store) Remove(plugin, network, containerID, ifName string) error {
 		return err
 	}
 	defer d.Close()
-	if err := d.Remove(FileName(containerID, ifName)); err != nil {
+	// Under the record's lock: a repair holding it finishes first, and
+	// one that comes later finds no record (ReadLocked).
+	name := FileName(containerID, ifName)
+	f, err := d.Lock(context.Background(), name, lockWait)
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	defer f.Close()
+	if err := d.Remove(name); err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
 	return nil
+}
+
+// lockWait bounds the wait for a repair holding a record.
+const lockWait = 30 * time.Second
+
+// ReadLocked returns the record file of plugin's network with its lock
+// held until release is called: while a repair holds it, DEL cannot
+// remove the record, and DEL removes the record before the rules, so a
+// repair never puts back the rules of an attachment being deleted. A
+// record removed meanwhile is fs.ErrNotExist.
+func (s Store) ReadLocked(ctx context.Context, plugin, network, file string) (r Record, release func(), err error) {
+	if !strings.HasSuffix(file, suffix) || strings.HasPrefix(file, ".") {
+		return Record{}, nil, fmt.Errorf("record: %q: not a record's file name", file)
+	}
+	d, err := s.open(plugin, network, false)
+	if err != nil {
+		return Record{}, nil, fmt.Errorf("record: %w", err)
+	}
+	defer d.Close()
+	f, err := d.LockExisting(ctx, file, lockWait)
+	if err != nil {
+		return Record{}, nil, fmt.Errorf("record: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Nlink == 0 {
+		f.Close()
+		return Record{}, nil, fmt.Errorf("record %s: %w", d.Join(file), fs.ErrNotExist)
+	}
+	data, err := io.ReadAll(f)
+	if err == nil {
+		r, err = decode(data, d.Join(file))
+	}
+	if err != nil {
+		f.Close()
+		return Record{}, nil, err
+	}
+	r.File = file
+	return r, func() { f.Close() }, nil
 }
 
 // names lists the record files of d, sorted.
@@ -242,13 +292,22 @@ func read(d *statedir.Dir, name string) (Record, error) {
 	if err != nil {
 		return r, fmt.Errorf("record: %w", err)
 	}
-	if err := json.Unmarshal(data, &r); err != nil {
-		return r, fmt.Errorf("record %s: %w", d.Join(name), err)
-	}
-	if len(r.Config) == 0 || r.ContainerID == "" || r.IfName == "" {
-		return r, fmt.Errorf("record %s: config, containerID and ifName are needed", d.Join(name))
+	if r, err = decode(data, d.Join(name)); err != nil {
+		return r, err
 	}
 	r.File = name
+	return r, nil
+}
+
+// decode reads a record's content; path names it in errors.
+func decode(data []byte, path string) (Record, error) {
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("record %s: %w", path, err)
+	}
+	if len(r.Config) == 0 || r.ContainerID == "" || r.IfName == "" {
+		return r, fmt.Errorf("record %s: config, containerID and ifName are needed", path)
+	}
 	return r, nil
 }
 

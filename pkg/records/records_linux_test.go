@@ -1,10 +1,14 @@
 package records
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func rec(cid, ifname string) Record {
@@ -107,5 +111,34 @@ func TestUndecodableRecordReported(t *testing.T) {
 	got, err := s.List("bridge", "net1")
 	if err == nil || len(got) != 1 {
 		t.Fatalf("List = %d records, %v; want the good one and an error naming the broken one", len(got), err)
+	}
+}
+
+// A DEL's Remove waits for a repair holding the record, and a repair
+// that comes after it finds no record: no repair puts back the rules of
+// an attachment being deleted.
+func TestRemoveWaitsForRepair(t *testing.T) {
+	s := Store{Root: t.TempDir()}
+	if err := s.Write(rec("c1", "eth0")); err != nil {
+		t.Fatal(err)
+	}
+	file := FileName("c1", "eth0")
+	r, release, err := s.ReadLocked(context.Background(), "bridge", "net1", file)
+	if err != nil || r.ContainerID != "c1" {
+		t.Fatalf("ReadLocked = %+v, %v", r, err)
+	}
+	removed := make(chan error, 1)
+	go func() { removed <- s.Remove("bridge", "net1", "c1", "eth0") }()
+	select {
+	case err := <-removed:
+		t.Fatalf("Remove returned (%v) while a repair held the record", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	if err := <-removed; err != nil {
+		t.Fatalf("Remove after the repair: %v", err)
+	}
+	if _, _, err := s.ReadLocked(context.Background(), "bridge", "net1", file); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadLocked after Remove = %v, want fs.ErrNotExist", err)
 	}
 }

@@ -134,11 +134,12 @@ const workers = 4
 func serveOne(ctx context.Context, store records.Store, plugin, name string, dryRun bool, repair RepairFunc) *Outcome {
 	network, file, _ := strings.Cut(name, "/")
 	o := &Outcome{Plugin: plugin, Network: network}
-	r, err := store.Read(plugin, network, file)
+	r, release, err := store.ReadLocked(ctx, plugin, network, file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err == nil {
+		defer release()
 		o.ContainerID, o.IfName = r.ContainerID, r.IfName
 		if o.Stale = !netnsExists(r.Netns); !o.Stale {
 			o.Missing, err = repair(ctx, r, dryRun)

@@ -22,6 +22,22 @@ func (d *Dir) Lock(ctx context.Context, name string, wait time.Duration) (*os.Fi
 	if err != nil {
 		return nil, err
 	}
+	return lockFile(ctx, f, wait)
+}
+
+// LockExisting is Lock on a file that must exist already: a missing one
+// is fs.ErrNotExist, and nothing is created.
+func (d *Dir) LockExisting(ctx context.Context, name string, wait time.Duration) (*os.File, error) {
+	f, err := d.OpenFile(name, unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	return lockFile(ctx, f, wait)
+}
+
+// lockFile takes an exclusive flock(2) on f, polling until ctx ends or
+// wait passes; f is closed on failure.
+func lockFile(ctx context.Context, f *os.File, wait time.Duration) (*os.File, error) {
 	deadline := time.Now().Add(wait)
 	for pause := 100 * time.Microsecond; ; pause = min(2*pause, 5*time.Millisecond) {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)

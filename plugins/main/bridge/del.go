@@ -60,10 +60,10 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 		}
 		return sysctlkeep.Keeper{}.Release(at.sysctlHolder())
 	}
-	record := func() error {
-		return at.p.records.Remove(firewall.PluginBridge, conf.Name, a.ContainerID, a.IfName)
-	}
-	if err := errors.Join(concurrent.Run(at.removeVeth, ipam, rules, sysctls, record)...); err != nil {
+	// The record first: a repair running now finishes before, and none
+	// starts after, so none puts the rules back (pkg/records).
+	recErr := at.p.records.Remove(firewall.PluginBridge, conf.Name, a.ContainerID, a.IfName)
+	if err := errors.Join(append(concurrent.Run(at.removeVeth, ipam, rules, sysctls), recErr)...); err != nil {
 		return err
 	}
 	return at.removeBridgeIfEmpty(ctx)

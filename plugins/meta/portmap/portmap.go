@@ -188,7 +188,10 @@ func (p *plugin) Del(ctx context.Context, a *skel.CmdArgs) error {
 		ms, _ = mr.Mapped(ctx, owner(c, a))
 	}
 	done := a.Log.Step("firewall")
-	err = errors.Join(be.Remove(ctx, owner(c, a)), p.host.ReleaseLocalnet(sysctlHolder(a)), p.removeRecord(c, a))
+	// The record first: a repair running now finishes before, and none
+	// starts after, so none puts the rules back (pkg/records).
+	recErr := p.removeRecord(c, a)
+	err = errors.Join(recErr, be.Remove(ctx, owner(c, a)), p.host.ReleaseLocalnet(sysctlHolder(a)))
 	done()
 	if err != nil {
 		return err
