@@ -23,18 +23,48 @@ type reset struct {
 	// hits reports whether the reset takes the attachment's connectivity
 	// away with the given backend key.
 	hits func(backend string) bool
+	// restore, when set, makes cmds restore the iptables rulesets saved
+	// before the pod was added (saved by prepare).
+	restore bool
+}
+
+// prepare runs before the pod is added and returns the reset's commands:
+// for a restore, the rulesets are saved now, as an admin's rules.v4 was
+// saved before the pods started.
+func (r reset) prepare(t *testing.T) [][]string {
+	if !r.restore {
+		return r.cmds
+	}
+	var cmds [][]string
+	for _, fam := range []string{"iptables", "ip6tables"} {
+		file := filepath.Join(t.TempDir(), fam+".rules")
+		saved := run(t, fam+"-save")
+		if !strings.Contains(saved, "*nat") {
+			// A node that had no NAT rule yet: rules.v4 as
+			// netfilter-persistent saves it still names the table.
+			saved += "*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n"
+		}
+		if err := os.WriteFile(file, []byte(saved), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, []string{fam + "-restore", file})
+	}
+	return cmds
 }
 
 var resets = []reset{
-	{"nft_flush_ruleset", [][]string{{"nft", "flush", "ruleset"}}, func(string) bool { return true }},
+	{"nft_flush_ruleset", [][]string{{"nft", "flush", "ruleset"}}, func(string) bool { return true }, false},
 	// What an admin's iptables -t nat -F; -X does: only the iptables
 	// backend (chosen without a backend key here) keeps rules there.
 	{"iptables_nat_F_X", [][]string{
 		{"iptables", "-t", "nat", "-F"}, {"iptables", "-t", "nat", "-X"},
 		{"ip6tables", "-t", "nat", "-F"}, {"ip6tables", "-t", "nat", "-X"},
-	}, func(b string) bool { return b != "nftables" }},
+	}, func(b string) bool { return b != "nftables" }, false},
+	// What iptables-restore < rules.v4 does (netfilter-persistent, an
+	// admin): the nat table goes back to a ruleset saved before the pods.
+	{"iptables_restore_saved", nil, func(b string) bool { return b != "nftables" }, true},
 	// What `sysctl --system` with a file saying ip_forward = 0 does.
-	{"ip_forward_0", [][]string{{"sysctl", "-qw", "net.ipv4.ip_forward=0"}}, func(string) bool { return true }},
+	{"ip_forward_0", [][]string{{"sysctl", "-qw", "net.ipv4.ip_forward=0"}}, func(string) bool { return true }, false},
 }
 
 var backends = []string{"nftables", "iptables", ""}
@@ -67,12 +97,13 @@ func runReset(t *testing.T, tool, backend string, r reset, i int) {
 		t.Fatal(err)
 	}
 	n := newNode(t, backend, i)
+	cmds := r.prepare(t)
 	pod := n.add("pod-a")
 	n.wantConnected(pod, "after ADD")
 	if err := n.status(ctx); err != nil {
 		t.Fatalf("STATUS after ADD: %v", err)
 	}
-	for _, c := range r.cmds {
+	for _, c := range cmds {
 		run(t, c...)
 	}
 	if r.hits(backend) {

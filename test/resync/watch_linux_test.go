@@ -43,10 +43,11 @@ func watchReset(t *testing.T, backend string, r reset, i int) {
 		t.Fatal(err)
 	}
 	n := newNode(t, backend, i)
+	cmds := r.prepare(t)
 	pod := n.add("pod-w")
 	n.wantConnected(pod, "after ADD")
 	start := time.Now()
-	for _, c := range r.cmds {
+	for _, c := range cmds {
 		// A watcher that was quicker than the admin's next command can
 		// make it fail: iptables -X finds our chains back and in use.
 		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
@@ -57,19 +58,20 @@ func watchReset(t *testing.T, backend string, r reset, i int) {
 	// watcher repairs ours.
 	other := plantOtherSoftware(t)
 	// Bounded: the watcher repairs within a second; the safety net would
-	// take a minute.
-	var got string
-	var err error
+	// take a minute. A reset of several commands may take rules the first
+	// repair had put back: wait for the host port and the masquerade both.
+	var port, source string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if got, err = askQuick(n, pod); err == nil && got == pod.id {
+		port, _ = ask(n.peer.ns, n.peer.nodeIP, 8080)
+		source, _ = ask(pod.ns, n.peer.peerIP, 9000)
+		if port == pod.id && source == n.peer.nodeIP.String() {
 			break
 		}
 	}
-	if got != pod.id {
-		t.Fatalf("after %s with the watcher running, the host port answers %q, %v", r.name, got, err)
+	if port != pod.id || source != n.peer.nodeIP.String() {
+		t.Fatalf("after %s with the watcher running, the host port answers %q and the pod's egress comes from %q", r.name, port, source)
 	}
-	t.Logf("%s: host port answered again %s after the reset", r.name, time.Since(start).Round(time.Millisecond))
-	n.wantConnected(pod, "after the watcher's repair")
+	t.Logf("%s: host port and masquerade back %s after the reset", r.name, time.Since(start).Round(time.Millisecond))
 	if err := n.status(ctx); err != nil {
 		t.Errorf("STATUS after the watcher's repair: %v", err)
 	}
@@ -81,11 +83,6 @@ func watchReset(t *testing.T, backend string, r reset, i int) {
 		t.Fatalf("DEL: %v", err)
 	}
 	n.wantNothingLeft(t, pod)
-}
-
-// askQuick asks the host port from the peer with a short timeout.
-func askQuick(n *node, p *pod) (string, error) {
-	return ask(n.peer.ns, n.peer.nodeIP, 8080)
 }
 
 // startWatch runs `cnisuite watch` until the test ends and waits until it
