@@ -40,6 +40,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
 )
@@ -78,6 +79,13 @@ type Store struct {
 	Root string
 }
 
+// off reports whether the store keeps no records: the default store, in a
+// rootless runtime's user namespace (uid 0 there, not root of the node),
+// where /run/cnisuite belongs to the node's root. Such a node has no
+// resync either (it cannot write the node's firewall); every read finds
+// nothing and every write succeeds at doing nothing.
+func (s Store) off() bool { return s.Root == "" && !rootless.NodeRoot() }
+
 func (s Store) root() string {
 	if s.Root == "" {
 		return Dir
@@ -103,6 +111,9 @@ func checkNames(plugin, network string) error {
 // open opens the network's directory, creating the path when create is set;
 // a missing one without create is fs.ErrNotExist.
 func (s Store) open(plugin, network string, create bool) (*statedir.Dir, error) {
+	if s.off() {
+		return nil, fs.ErrNotExist
+	}
 	if err := checkNames(plugin, network); err != nil {
 		return nil, err
 	}
@@ -141,6 +152,9 @@ func (s Store) openExisting(plugin, network string) (d *statedir.Dir, ok bool, e
 func (s Store) Write(r Record) error {
 	if r.ContainerID == "" || r.IfName == "" {
 		return fmt.Errorf("record: container ID %q and interface %q: both are needed", r.ContainerID, r.IfName)
+	}
+	if s.off() {
+		return nil
 	}
 	data, err := json.Marshal(r)
 	if err != nil {
@@ -326,6 +340,9 @@ func (s Store) Read(plugin, network, file string) (Record, error) {
 
 // Networks returns the networks of plugin that have a directory, sorted.
 func (s Store) Networks(plugin string) ([]string, error) {
+	if s.off() {
+		return nil, nil
+	}
 	root, err := statedir.OpenRoot(s.root(), false, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
