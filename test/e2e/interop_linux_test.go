@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -49,7 +47,7 @@ type interop struct {
 // newInterop makes the node; backend "" leaves both backend keys out.
 func newInterop(t *testing.T, backend string, index int) *interop {
 	sandbox.Require(t)
-	w := &interop{t: t, node: sandbox.NewNS(t), ours: pluginDir(t), reference: referencePlugins(t),
+	w := &interop{t: t, node: sandbox.NewNS(t), ours: pluginDir(t), reference: sandbox.ReferencePlugins(t, ""),
 		confDir: t.TempDir(), cacheDir: t.TempDir(), dataDir: t.TempDir(),
 		gateway: net.IPv4(10, 78, byte(index), 1)}
 	name := "interop-" + backend
@@ -69,34 +67,6 @@ func newInterop(t *testing.T, backend string, index int) *interop {
 	w.withTheRefs = libcni.NewCNIConfigWithCacheDir([]string{w.reference}, w.cacheDir, nil)
 	return w
 }
-
-// referencePlugins builds the reference plugins (scripts/reference-plugins.sh)
-// once per test binary, into TMPDIR (the sandbox's, removed with it).
-func referencePlugins(t *testing.T) string {
-	t.Helper()
-	refOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "cnisuite-reference-")
-		if err != nil {
-			refErr = err
-			return
-		}
-		cmd := exec.Command(filepath.Join(moduleRoot(t), "scripts", "reference-plugins.sh"), dir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			refErr = fmt.Errorf("building the reference plugins: %w\n%s", err, out)
-		}
-		refDir = dir
-	})
-	if refErr != nil {
-		t.Fatal(refErr)
-	}
-	return refDir
-}
-
-var (
-	refOnce sync.Once
-	refDir  string
-	refErr  error
-)
 
 // pod is one attachment with a TCP server answering its name on port.
 type pod struct {

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -71,7 +70,7 @@ func testPodmanNetwork(t *testing.T, s debroot.Suite) {
 	// The same three after ours, as the reference's current release
 	// builds them (its firewall, bandwidth and sbr found first).
 	t.Run("reference_v1.9.1", func(t *testing.T) {
-		path := referenceChained(t) + ":" + cniPath
+		path := sandbox.ReferencePlugins(t, "meta/firewall meta/bandwidth meta/sbr") + ":" + cniPath
 		t.Run("as_shipped", func(t *testing.T) {
 			p := newPodmanPod(t, path, data, nil)
 			p.add()
@@ -116,36 +115,6 @@ func testFirewalld(t *testing.T, cniPath string, data []byte) {
 		t.Errorf("trusted zone's sources after DEL: %q still hold %s", src, p.ip)
 	}
 }
-
-// referenceChained builds the reference's firewall, bandwidth and sbr
-// (scripts/reference-plugins.sh at its pinned version), once per test
-// binary, into the sandbox's TMPDIR.
-func referenceChained(t *testing.T) string {
-	t.Helper()
-	chainedOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "cnisuite-reference-chained-")
-		if err != nil {
-			chainedErr = err
-			return
-		}
-		cmd := exec.Command(filepath.Join(repoRoot(t), "scripts", "reference-plugins.sh"), dir)
-		cmd.Env = append(os.Environ(), "REFERENCE_PLUGINS=meta/firewall meta/bandwidth meta/sbr")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			chainedErr = fmt.Errorf("building the reference's firewall, bandwidth and sbr: %w\n%s", err, out)
-		}
-		chainedDir = dir
-	})
-	if chainedErr != nil {
-		t.Fatal(chainedErr)
-	}
-	return chainedDir
-}
-
-var (
-	chainedOnce sync.Once
-	chainedDir  string
-	chainedErr  error
-)
 
 // testBandwidth chains the reference's bandwidth, limits from the runtime:
 // its qdiscs are on the host veth while the pod lives, and neither they
