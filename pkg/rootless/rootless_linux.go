@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // uidMapPath is the current process's uid map.
@@ -21,7 +22,12 @@ const uidMapPath = "/proc/self/uid_map"
 
 // NodeRoot reports whether the process has the node's root: uid 0 in the
 // initial user namespace, whose uid map is the whole range "0 0 4294967295".
-func NodeRoot() bool {
+// Read once per process (a process does not change user namespace):
+// sysctlkeep, records, the firewall's backend choice and bridge each ask
+// during one call.
+var NodeRoot = sync.OnceValue(nodeRoot)
+
+func nodeRoot() bool {
 	if os.Geteuid() != 0 {
 		return false
 	}
