@@ -94,10 +94,7 @@ func (at *attach) add(ctx context.Context) (*types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	container := func() error {
-		return at.sequence(ctx, at.timed("configureContainer", at.configureContainer),
-			at.timed("enableGateway", at.enableGateway), at.timed("waitPort", at.waitPort))
-	}
+	container := func() error { return at.sequence(ctx, at.containerSteps()...) }
 	firewall := func() error {
 		defer at.tm.Step("firewall")()
 		return at.installRules(ctx, rules)

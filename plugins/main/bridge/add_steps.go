@@ -59,6 +59,38 @@ func (at *attach) setupVeth(context.Context) error {
 	return nil
 }
 
+// containerSteps orders the container's side of ADD. With enabledad the
+// container interface comes up and its bridge port forwards before any
+// address is added: duplicate address detection must send its probe
+// through the bridge, or it passes on a port that does not forward yet.
+// Without it, addresses go on first and the port is awaited last, which
+// overlaps the port's wait with the address work.
+func (at *attach) containerSteps() []func(context.Context) error {
+	configure := at.timed("configureContainer", at.configureContainer)
+	gateway := at.timed("enableGateway", at.enableGateway)
+	port := at.timed("waitPort", at.waitPort)
+	c := at.conf
+	if c.EnableDad && c.hasIPAM() && !c.DisableContainerInterface {
+		return []func(context.Context) error{at.timed("containerUp", at.containerUp), port, configure, gateway}
+	}
+	return []func(context.Context) error{configure, gateway, port}
+}
+
+// containerUp sets the container interface up, with no address yet.
+func (at *attach) containerUp(context.Context) error {
+	return at.netns.Do(func() error { return upInContainer(at.args.IfName) })
+}
+
+// upInContainer sets ifname up; it runs inside the container's namespace.
+func upInContainer(ifname string) error {
+	links := linkops.Netlink{} // in the container's namespace
+	l, err := links.Get(ifname)
+	if err != nil {
+		return fmt.Errorf("looking up %q in the container: %w", ifname, err)
+	}
+	return links.SetUp(l, true)
+}
+
 // configureContainer gives the container interface its addresses and routes
 // (layer 3) or only sets it up (layer 2), inside the container.
 func (at *attach) configureContainer(ctx context.Context) error {
@@ -68,12 +100,7 @@ func (at *attach) configureContainer(ctx context.Context) error {
 	}
 	return at.netns.Do(func() error {
 		if !c.hasIPAM() {
-			links := linkops.Netlink{} // in the container's namespace
-			l, err := links.Get(ifname)
-			if err != nil {
-				return fmt.Errorf("looking up %q in the container: %w", ifname, err)
-			}
-			return links.SetUp(l, true)
+			return upInContainer(ifname)
 		}
 		err := link.ConfigureIface(ctx, ifname, at.res, link.ConfigureOptions{DAD: c.EnableDad, ArpNotify: true})
 		if errors.Is(err, link.ErrDADFailed) {
