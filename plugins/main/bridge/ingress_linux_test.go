@@ -2,12 +2,16 @@ package main
 
 import (
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/firewall/nftmodel"
+	"cnisuite/test/sandbox"
+
+	"github.com/containernetworking/cni/libcni"
 )
 
 // TestIngressFilter: with "ingressFilter": true, a "LAN" namespace that
@@ -68,4 +72,27 @@ func TestIngressFilter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIngressFilterPassesReferenceDNAT: the filter lets through whatever a
+// DNAT rule sent to the container, not only our portmap's. The reference
+// portmap (v1.9.1, its iptables default) publishes the port here, chained
+// after our bridge: the LAN reaches the container through the node's
+// address and still not directly.
+func TestIngressFilterPassesReferenceDNAT(t *testing.T) {
+	setBrNetfilter(t, true)
+	lan := peerLink(t, "up0", upNode4, upNode6, upPeer4, upPeer6, true)
+	f := isoNet(t, "ingref", `"ingressFilter":true,`, "10.94.90.0/24", "fd94:90::/64")
+	// libcni takes the first directory holding a type: portmap is the
+	// reference's, bridge and host-local ours.
+	ref := sandbox.ReferencePlugins(t, "meta/portmap")
+	f.rt = libcni.NewCNIConfigWithCacheDir([]string{ref, sandbox.Bin(t)}, t.TempDir(), nil)
+	run(t, lan, "ip", "route", "add", "10.94.90.0/24", "via", upNode4.String())
+	c := f.addMapped("ing-ref", 18190, 8190)
+	if rs, err := exec.Command("iptables-save", "-t", "nat").CombinedOutput(); err != nil || !strings.Contains(string(rs), "CNI-HOSTPORT-DNAT") {
+		t.Fatalf("the reference portmap wrote no DNAT chain (%v); nat table:\n%s", err, rs)
+	}
+	wantBlocked(t, "LAN → container's port, directly", tcp(lan, c.ns, c.addr(4), 8190, blockedWait))
+	wantConnect(t, "LAN → port published by the reference portmap", dialMapped(lan, c, 4, 8190, upNode4, 18190))
+	f.del(c)
 }
