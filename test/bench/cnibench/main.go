@@ -21,6 +21,7 @@ type options struct {
 	leases          int
 	hostLocalOnly   bool
 	statusOnly      bool
+	statusPods      int
 	rssOnly         bool
 	burstN, burstK  int
 	burstAll        int
@@ -53,6 +54,7 @@ func parseFlags() (*options, error) {
 	flag.StringVar(&o.reference, "reference", "bin/tools/reference", "directory of the reference plugins (scripts/reference-plugins.sh), for the CRI row")
 	flag.StringVar(&o.conflist, "conflist", "examples/kubernetes.conflist", "the configuration of the CRI row")
 	flag.BoolVar(&o.statusOnly, "status-only", false, "measure the chains' STATUS alone")
+	flag.IntVar(&o.statusPods, "status-pods", 100, "pods attached to each chain during its second STATUS row (0: only the row without pods)")
 	flag.BoolVar(&o.rssOnly, "rss-only", false, "measure the plugins' peak memory alone")
 	flag.BoolVar(&o.hostLocalOnly, "host-local-only", false, "measure host-local alone (no chains)")
 	flag.Parse()

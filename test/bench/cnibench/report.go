@@ -66,9 +66,9 @@ func (rep *report) measurements(b *strings.Builder) {
 			bn.Chain, bn.N, bn.Rules, bn.BusyAddMS, bn.QuietAddMS, bn.BusyAddMS/bn.QuietAddMS)
 	}
 	for _, st := range rep.Status {
-		fmt.Fprintf(b, "| STATUS of the %s chain (libcni), host-local holding %d leases: median ours ÷ floor's (p95) | %.2f ms ÷ %.2f ms = %.2f (%.2f ms, %.2f ms) |\n",
-			st.Chain, st.Leases, st.Ours.Median, st.Floor.Median, st.Ours.Median/st.Floor.Median, st.Ours.P95, st.Floor.P95)
-		fmt.Fprintf(b, "| STATUS of the %s chain, each of our plugins (median ms) | %s |\n", st.Chain, perPluginCell(st.PerPlugin))
+		fmt.Fprintf(b, "| STATUS of the %s chain (libcni), host-local holding %d leases, %d pods attached: median ours ÷ floor's (p95) | %.2f ms ÷ %.2f ms = %.2f (%.2f ms, %.2f ms) |\n",
+			st.Chain, st.Leases, st.Pods, st.Ours.Median, st.Floor.Median, st.Ours.Median/st.Floor.Median, st.Ours.P95, st.Floor.P95)
+		fmt.Fprintf(b, "| STATUS of the %s chain, %d pods, each of our plugins (median ms) | %s |\n", st.Chain, st.Pods, perPluginCell(st.PerPlugin))
 	}
 	if u := rep.Upgrade; u != nil {
 		fmt.Fprintf(b, "| host-local on disk, %d reference leases just written: first ADD ÷ reading every lease once | %.0f ms ÷ %.0f ms = %.2f |\n",

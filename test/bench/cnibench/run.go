@@ -91,7 +91,7 @@ func runAll(o *options) (*report, error) {
 	var errs []error
 	if len(ours) > 0 {
 		errs = append(errs, rep.inProcess(o, floor, netnses[:o.sizes[0]]), rep.peakMemory(o, netnses[:min(rssSamples, len(netnses))]))
-		errs = append(errs, rep.status(o, floor), rep.parallel(o, ours))
+		errs = append(errs, rep.status(o, floor, netnses), rep.parallel(o, ours))
 		errs = append(errs, rep.bursts(o, floor, floorChain, ours), rep.busyNode(o, floor, floorChain, ours))
 	}
 	errs = append(errs, rep.hostLocal(o, netnses[0]))
@@ -105,7 +105,7 @@ func runAll(o *options) (*report, error) {
 func (rep *report) only(o *options, floor string, netnses []string) (bool, error) {
 	switch {
 	case o.statusOnly:
-		return true, rep.status(o, floor)
+		return true, rep.status(o, floor, netnses)
 	case o.criOnly:
 		return true, rep.criRow(o, floor)
 	case o.rssOnly:

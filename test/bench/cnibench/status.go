@@ -18,8 +18,12 @@ import (
 type StatusRow struct {
 	Chain  string `json:"chain"`
 	Leases int    `json:"leases"`
-	Ours   Stats  `json:"ours"`
-	Floor  Stats  `json:"floor"`
+	// Pods are the containers attached to the chain while it is measured:
+	// bridge and portmap STATUS read one of their records and look for
+	// lost rules (issue 23), which a network without pods skips.
+	Pods  int   `json:"pods"`
+	Ours  Stats `json:"ours"`
+	Floor Stats `json:"floor"`
 	// PerPlugin is each of our plugins' median STATUS, in ms (bridge's
 	// includes the host-local it runs).
 	PerPlugin map[string]float64 `json:"per_plugin_median_ms"`
@@ -30,20 +34,27 @@ const statusSamples = 200
 
 // status measures each of our chains' STATUS against the floor's, with
 // o.leases leases taken the way a busy node takes them: contiguous from the
-// start of the range, the last one recorded as last reserved.
-func (rep *report) status(o *options, floorDir string) error {
+// start of the range, the last one recorded as last reserved; once with no
+// pod on the network and once with o.statusPods attached.
+func (rep *report) status(o *options, floorDir string, netnses []string) error {
+	counts := []int{0}
+	if o.statusPods > 0 {
+		counts = append(counts, min(o.statusPods, len(netnses)))
+	}
 	for _, name := range o.backends {
-		fmt.Fprintf(os.Stderr, "cnibench: STATUS of the %s chain with %d leases, against the floor's...\n", name, o.leases)
-		row, err := statusRow(o, floorDir, name)
-		if err != nil {
-			return err
+		for _, pods := range counts {
+			fmt.Fprintf(os.Stderr, "cnibench: STATUS of the %s chain with %d leases and %d pods, against the floor's...\n", name, o.leases, pods)
+			row, err := statusRow(o, floorDir, name, netnses[:pods])
+			if err != nil {
+				return err
+			}
+			rep.Status = append(rep.Status, row)
 		}
-		rep.Status = append(rep.Status, row)
 	}
 	return nil
 }
 
-func statusRow(o *options, floorDir, name string) (*StatusRow, error) {
+func statusRow(o *options, floorDir, name string, pods []string) (*StatusRow, error) {
 	dataDir, err := os.MkdirTemp("/var/lib/cni", "status-bench-")
 	if err != nil {
 		return nil, err
@@ -65,6 +76,11 @@ func statusRow(o *options, floorDir, name string) (*StatusRow, error) {
 		libcni.NewCNIConfigWithCacheDir([]string{o.bin}, "/var/lib/cni/bench-status", m),
 		libcni.NewCNIConfigWithCacheDir([]string{floorDir}, "/var/lib/cni/bench-status", m),
 	}
+	detach, err := attachPods(ctx, clients[0], list, pods)
+	defer detach()
+	if err != nil {
+		return nil, fmt.Errorf("attaching the STATUS row's pods to the %s chain: %w", name, err)
+	}
 	samples := make([][]time.Duration, len(clients))
 	for i := 0; i < statusSamples; i++ {
 		for k, cni := range clients {
@@ -76,13 +92,32 @@ func statusRow(o *options, floorDir, name string) (*StatusRow, error) {
 			samples[k] = append(samples[k], time.Since(start))
 		}
 	}
-	row := &StatusRow{Chain: name, Leases: o.leases, Ours: summarise(samples[0]), Floor: summarise(samples[1]), PerPlugin: map[string]float64{}}
+	row := &StatusRow{Chain: name, Leases: o.leases, Pods: len(pods), Ours: summarise(samples[0]), Floor: summarise(samples[1]), PerPlugin: map[string]float64{}}
 	for key, byVerb := range m.times {
 		if plugin, ok := strings.CutPrefix(key, "ours/"); ok {
 			row.PerPlugin[plugin] = summarise(byVerb["STATUS"]).Median
 		}
 	}
 	return row, nil
+}
+
+// attachPods adds a container in each of netnses to the network of list;
+// detach deletes those that were added.
+func attachPods(ctx context.Context, cni *libcni.CNIConfig, list *libcni.NetworkConfigList, netnses []string) (detach func(), err error) {
+	var added []*libcni.RuntimeConf
+	detach = func() {
+		for _, rt := range added {
+			_ = cni.DelNetworkList(ctx, list, rt)
+		}
+	}
+	for i, netns := range netnses {
+		rt := &libcni.RuntimeConf{ContainerID: fmt.Sprintf("status-pod-%d", i), NetNS: netns, IfName: "eth0"}
+		if _, err := cni.AddNetworkList(ctx, list, rt); err != nil {
+			return detach, err
+		}
+		added = append(added, rt)
+	}
+	return detach, nil
 }
 
 // seedBusyRange writes n reference-format leases from first on, one
