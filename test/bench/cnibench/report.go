@@ -6,6 +6,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"cnisuite/test/bench/crirow"
 )
 
 func flagLine() string {
@@ -85,7 +87,7 @@ func (rep *report) measurements(b *strings.Builder) {
 		v := rep.PerPlugin[k]
 		fmt.Fprintf(b, "| %s alone (libcni), median ms | ADD %.1f, CHECK %.1f, DEL %.1f |\n", k, v["ADD"], v["CHECK"], v["DEL"])
 	}
-	rep.criMarkdown(b)
+	crirow.Markdown(b, rep.CRI)
 	plugins := make([]string, 0, len(rep.PeakKB))
 	for p := range rep.PeakKB {
 		plugins = append(plugins, p)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"cnisuite/test/bench/crirow"
 )
 
 var verbs = []string{"add", "check", "del"}
@@ -35,7 +37,7 @@ type report struct {
 	Status         []*StatusRow                  `json:"status"`
 	PeakKB         map[string]map[string]int64   `json:"peak_rss_kb"`
 	PerPlugin      map[string]map[string]float64 `json:"per_plugin_median_ms"`
-	CRI            []*CRIRow                     `json:"cri,omitempty"`
+	CRI            []*crirow.Row                 `json:"cri,omitempty"`
 	Command        string                        `json:"command"`
 }
 
@@ -374,4 +376,12 @@ func (rep *report) peakMemory(o *options, netnses []string) error {
 	}
 	rep.PeakKB = m.peakKB
 	return errors.Join(errs...)
+}
+
+// criRow measures the runtime's view (package crirow) with our plugins,
+// the reference's and the floor's.
+func (rep *report) criRow(o *options, floor string) error {
+	rows, err := crirow.Measure(crirow.Options{N: o.criN, K: o.criK, Ours: o.bin, Reference: o.reference, Floor: floor, Conflist: o.conflist})
+	rep.CRI = rows
+	return err
 }

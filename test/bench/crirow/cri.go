@@ -1,4 +1,9 @@
-package main
+// Package crirow measures the runtime's view of pod networking: one
+// containerd 1.6 with its CRI plugin per plugin set (ours, the reference's,
+// the do-nothing floor's), pods started and removed through the CRI as the
+// kubelet does, the sets interleaved batch by batch. cnibench prints its
+// rows (make bench).
+package crirow
 
 import (
 	"context"
@@ -17,9 +22,9 @@ import (
 // criTimeout bounds one CRI call: RunPodSandbox runs the whole chain.
 const criTimeout = 2 * time.Minute
 
-// CRIRow is the runtime's view of one plugin set: containerd's CRI
+// Row is the runtime's view of one plugin set: containerd's CRI
 // RunPodSandbox, and StopPodSandbox+RemovePodSandbox, pod by pod.
-type CRIRow struct {
+type Row struct {
 	Plugins    string  `json:"plugins"` // "ours", "reference", "floor"
 	Backend    string  `json:"backend,omitempty"`
 	N          int     `json:"n"`
@@ -32,29 +37,37 @@ type CRIRow struct {
 	FirstError string  `json:"first_error,omitempty"`
 }
 
-// criSets are the plugin sets of the CRI row, in the order of the first
+// Options are what the row measures: N pods per plugin set, K at a time,
+// with the plugin directories of each set and the conflist users write.
+type Options struct {
+	N, K                   int
+	Ours, Reference, Floor string // plugin directories
+	Conflist               string // path of the configuration, e.g. examples/kubernetes.conflist
+}
+
+// sets are the plugin sets of the CRI row, in the order of the first
 // round: ours first, on a node with nothing of anyone's yet, so that the
 // network's firewall backend is chosen as on a fresh node.
-var criSets = []string{"ours", "reference", "floor"}
+var sets = []string{"ours", "reference", "floor"}
 
-// criRow starts one containerd per plugin set and runs o.criN pods on each,
-// o.criK at a time, the sets interleaved batch by batch (their order
+// Measure starts one containerd per plugin set and runs o.N pods on each,
+// o.K at a time, the sets interleaved batch by batch (their order
 // rotating every round), then stops and removes them the same way.
-func (rep *report) criRow(o *options, floor string) error {
+func Measure(o Options) ([]*Row, error) {
 	if err := checkBinaries(); err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(o.reference, "bridge")); o.reference == "" || err != nil {
-		return errNoReference
+	if _, err := os.Stat(filepath.Join(o.Reference, "bridge")); o.Reference == "" || err != nil {
+		return nil, errNoReference
 	}
 	if err := mountCgroups(); err != nil {
-		return err
+		return nil, err
 	}
 	archive, err := pauseArchive("/run/cnibench-cri")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	dirs := map[string]string{"ours": o.bin, "reference": o.reference, "floor": floor}
+	dirs := map[string]string{"ours": o.Ours, "reference": o.Reference, "floor": o.Floor}
 	var nodes []*runtimeNode
 	defer func() {
 		for _, n := range nodes {
@@ -63,33 +76,32 @@ func (rep *report) criRow(o *options, floor string) error {
 			}
 		}
 	}()
-	for i, name := range criSets {
-		conflist, err := criConflist(o.conflist, i, name)
+	for i, name := range sets {
+		conflist, err := criConflist(o.Conflist, i, name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		n, err := startContainerd(name, dirs[name], conflist, archive)
 		if n != nil {
 			nodes = append(nodes, n)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	fmt.Fprintf(os.Stderr, "cnibench: CRI, containerd %s: %d pods per plugin set, %d at a time, sets interleaved...\n", runtimeVersion(), o.criN, o.criK)
-	rep.CRI = measureCRI(nodes, o.criN, o.criK, func(rows []*CRIRow) { rows[0].Backend = recordedBackend() })
-	return nil
+	fmt.Fprintf(os.Stderr, "cnibench: CRI, containerd %s: %d pods per plugin set, %d at a time, sets interleaved...\n", runtimeVersion(), o.N, o.K)
+	return measureCRI(nodes, o.N, o.K, func(rows []*Row) { rows[0].Backend = recordedBackend() }), nil
 }
 
 // measureCRI runs the rounds: start, then (after calling started) stop
 // and remove.
-func measureCRI(nodes []*runtimeNode, n, k int, started func([]*CRIRow)) []*CRIRow {
+func measureCRI(nodes []*runtimeNode, n, k int, started func([]*Row)) []*Row {
 	run := make([][]time.Duration, len(nodes))
 	stop := make([][]time.Duration, len(nodes))
 	pods := make([][]string, len(nodes))
-	rows := make([]*CRIRow, len(nodes))
+	rows := make([]*Row, len(nodes))
 	for i, nd := range nodes {
-		rows[i] = &CRIRow{Plugins: nd.name, N: n, K: k}
+		rows[i] = &Row{Plugins: nd.name, N: n, K: k}
 	}
 	rounds := (n + k - 1) / k
 	for r := 0; r < rounds; r++ {
@@ -119,7 +131,7 @@ func measureCRI(nodes []*runtimeNode, n, k int, started func([]*CRIRow)) []*CRIR
 	return rows
 }
 
-func (row *CRIRow) count(errs []error) {
+func (row *Row) count(errs []error) {
 	for _, err := range errs {
 		if row.Errors == 0 {
 			row.FirstError = err.Error()
@@ -221,7 +233,7 @@ func percentile(ds []time.Duration, p int) float64 {
 	sorted := append([]time.Duration(nil), ds...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
 	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 × n), 1-based
-	return ms(sorted[max(rank, 1)-1])
+	return float64(sorted[max(rank, 1)-1].Microseconds()) / 1000
 }
 
 // recordedBackend is the firewall backend our plugins recorded for the
@@ -238,10 +250,10 @@ func recordedBackend() string {
 	return strings.Join(found, ",")
 }
 
-// criMarkdown renders the CRI rows and their ratios.
-func (rep *report) criMarkdown(b *strings.Builder) {
-	byName := map[string]*CRIRow{}
-	for _, r := range rep.CRI {
+// Markdown renders the CRI rows and their ratios as table rows.
+func Markdown(b *strings.Builder, rows []*Row) {
+	byName := map[string]*Row{}
+	for _, r := range rows {
 		byName[r.Plugins] = r
 		backend := ""
 		if r.Backend != "" {
@@ -250,7 +262,11 @@ func (rep *report) criMarkdown(b *strings.Builder) {
 		fmt.Fprintf(b, "| CRI (containerd %s), %s%s: %d pods %d at a time, RunPodSandbox p50 / p99; Stop+RemovePodSandbox p50 / p99; errors | %.1f / %.1f ms; %.1f / %.1f ms; %d%s |\n",
 			runtimeVersion(), r.Plugins, backend, r.N, r.K, r.RunP50, r.RunP99, r.StopRmP50, r.StopRmP99, r.Errors, firstError(r))
 	}
-	ours, floor, ref := byName["ours"], byName["floor"], byName["reference"]
+	ratios(b, byName["ours"], byName["floor"], byName["reference"])
+}
+
+// ratios renders ours against the floor's and the reference's.
+func ratios(b *strings.Builder, ours, floor, ref *Row) {
 	if ours == nil || floor == nil || ref == nil || floor.RunP50 == 0 || ref.RunP50 == 0 || ours.RunP50 == 0 {
 		return
 	}
@@ -260,7 +276,7 @@ func (rep *report) criMarkdown(b *strings.Builder) {
 		ours.StopRmP50/floor.StopRmP50, ours.StopRmP99/floor.StopRmP99, ours.StopRmP50/ref.StopRmP50)
 }
 
-func firstError(r *CRIRow) string {
+func firstError(r *Row) string {
 	if r.FirstError == "" {
 		return ""
 	}
