@@ -58,6 +58,11 @@ type Rules struct {
 	Isolation  *Isolation  // bridge icc and isolate
 }
 
+// Empty reports whether r asks for no rule at all.
+func (r Rules) Empty() bool {
+	return r.Masq == nil && r.SpoofCheck == nil && r.PortMaps == nil && r.Isolation == nil
+}
+
 // Isolate modes of Isolation.Isolate.
 const (
 	IsolateOn     = "true"   // no forwarding to or from other isolated bridges

@@ -163,7 +163,7 @@ func (at *attach) sysctlHolder() string {
 // installRules installs the rules r, computed beforehand so that it reads
 // nothing that steps running at the same time change.
 func (at *attach) installRules(ctx context.Context, r firewall.Rules) error {
-	if r.Masq == nil && r.SpoofCheck == nil && r.Isolation == nil {
+	if r.Empty() {
 		return nil
 	}
 	fw, err := at.rules(ctx)

@@ -159,7 +159,7 @@ func (at *attach) checkContainer(context.Context) error {
 
 func (at *attach) checkRules(ctx context.Context) error {
 	r, err := at.desiredRules()
-	if err != nil || (r.Masq == nil && r.SpoofCheck == nil && r.Isolation == nil) {
+	if err != nil || r.Empty() {
 		return err
 	}
 	fw, err := at.rules(ctx)

@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
+	"strings"
 
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/ifconf"
 	"cnisuite/pkg/records"
-	"cnisuite/pkg/skel"
+	"cnisuite/pkg/resync"
 	"cnisuite/pkg/sysctl"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/version"
@@ -28,24 +26,15 @@ func (at *attach) writeRecord() error {
 	if err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
-	exe, _ := os.Executable() // without it, cnisuite resync -bindir finds the plugin
-	a := at.args
-	err = at.p.records.Write(records.Record{
-		Plugin: firewall.PluginBridge, Network: at.conf.Name, ContainerID: a.ContainerID, IfName: a.IfName,
-		Netns: a.Netns, Args: a.Args, Config: a.StdinData, Result: res, Binary: exe,
-	})
-	if err != nil {
-		return types.Errorf(types.ErrIO, "%w", err)
-	}
-	return nil
+	return at.p.records.WriteCall(firewall.PluginBridge, at.conf.Name, at.args, res)
 }
 
 // repair puts back the attachment's firewall rules and forwarding sysctls
 // when they are gone (all of them unless dryRun) and says what was gone.
-// The rules are built by desiredRules, as ADD builds them, and installed
-// by the backend's Ensure only when its Check finds one missing.
+// The rules are built by desiredRules, as ADD builds them.
 func (p *plugin) repair(ctx context.Context, r records.Record, dryRun bool) ([]string, error) {
-	a := &skel.CmdArgs{ContainerID: r.ContainerID, IfName: r.IfName, Args: r.Args, StdinData: r.Config, Stderr: io.Discard}
+	a := r.CmdArgs()
+	a.Netns = "" // the node's side only
 	conf, err := loadConf(a.StdinData, a.Args)
 	if err != nil {
 		return nil, err
@@ -54,62 +43,42 @@ func (p *plugin) repair(ctx context.Context, r records.Record, dryRun bool) ([]s
 	if err != nil {
 		return nil, fmt.Errorf("record's result: %w", err)
 	}
-	at, err := p.open(conf, a, false) // the node's side only
+	at, err := p.open(conf, a, false)
 	if err != nil {
 		return nil, err
 	}
 	defer at.close()
 	at.res = res
-	missing, err := at.repairRules(ctx, dryRun)
-	if err != nil {
-		return missing, err
-	}
-	lost, err := at.repairForwarding(dryRun)
-	return append(missing, lost...), err
-}
-
-func (at *attach) repairRules(ctx context.Context, dryRun bool) ([]string, error) {
 	rules, err := at.desiredRules()
-	if err != nil || rules.Masq == nil && rules.SpoofCheck == nil && rules.Isolation == nil {
-		return nil, err
-	}
-	fw, err := at.rules(ctx)
 	if err != nil {
 		return nil, err
 	}
-	err = fw.Check(ctx, at.owner(), rules)
-	if err == nil || !errors.Is(err, firewall.ErrMissing) {
-		return nil, err
-	}
-	if dryRun {
-		return []string{"firewall rules"}, nil
-	}
-	if err := fw.Ensure(ctx, at.owner(), rules); err != nil {
-		return []string{"firewall rules"}, fmt.Errorf("ipMasq/macspoofchk/icc/isolate rules: %w", err)
-	}
-	return []string{"firewall rules"}, nil
+	return resync.Repair(ctx, dryRun, resync.Rules("firewall rules", at.rules, at.owner(), rules), at.forwarding())
 }
 
-// repairForwarding turns forwarding on again for the families of the
-// gateways, as enableGateway does, and holds it again.
-func (at *attach) repairForwarding(dryRun bool) ([]string, error) {
+// forwarding is the part of a repair that turns forwarding on again for
+// the families of the gateways, as enableGateway does, and holds it again.
+func (at *attach) forwarding() resync.Part {
 	v4, v6 := at.gatewayFamilies()
-	var missing []string
-	for _, k := range []struct {
-		on  bool
-		key string
-	}{{v4, "net/ipv4/ip_forward"}, {v6, "net/ipv6/conf/all/forwarding"}} {
-		if v, err := sysctl.Get(k.key); k.on && (err != nil || v != "1") {
-			missing = append(missing, "net."+dotted(k.key[len("net/"):]))
+	check := func(context.Context) ([]string, error) {
+		var gone []string
+		for _, k := range [...]struct {
+			on  bool
+			key string
+		}{{v4, "net/ipv4/ip_forward"}, {v6, "net/ipv6/conf/all/forwarding"}} {
+			if v, err := sysctl.Get(k.key); k.on && (err != nil || v != "1") {
+				gone = append(gone, strings.ReplaceAll(k.key, "/", "."))
+			}
 		}
+		return gone, nil
 	}
-	if dryRun || len(missing) == 0 {
-		return missing, nil
+	put := func(context.Context) error {
+		if err := ifconf.EnableForwarding(v4, v6); err != nil {
+			return err
+		}
+		return at.keepForwarding(v4, v6)
 	}
-	if err := ifconf.EnableForwarding(v4, v6); err != nil {
-		return missing, err
-	}
-	return missing, at.keepForwarding(v4, v6)
+	return resync.Part{Check: check, Put: put}
 }
 
 // gatewayFamilies reports which families have a gateway on the bridge.
@@ -123,14 +92,4 @@ func (at *attach) gatewayFamilies() (v4, v6 bool) {
 		}
 	}
 	return v4, v6
-}
-
-func dotted(key string) string {
-	b := []byte(key)
-	for i, c := range b {
-		if c == '/' {
-			b[i] = '.'
-		}
-	}
-	return string(b)
 }

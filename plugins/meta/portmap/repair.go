@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"io"
-	"os"
 
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/records"
+	"cnisuite/pkg/resync"
 	"cnisuite/pkg/skel"
-	"cnisuite/pkg/types"
 )
 
 // The attachment's record (pkg/records) and its repair (pkg/resync): ADD
@@ -19,15 +16,7 @@ import (
 
 // writeRecord records what a repair of the attachment needs.
 func (p *plugin) writeRecord(c *Config, a *skel.CmdArgs) error {
-	exe, _ := os.Executable() // without it, cnisuite resync -bindir finds the plugin
-	err := p.records.Write(records.Record{
-		Plugin: firewall.PluginPortmap, Network: c.Name, ContainerID: a.ContainerID, IfName: a.IfName,
-		Netns: a.Netns, Args: a.Args, Config: a.StdinData, Binary: exe,
-	})
-	if err != nil {
-		return types.Errorf(types.ErrIO, "%w", err)
-	}
-	return nil
+	return p.records.WriteCall(firewall.PluginPortmap, c.Name, a, nil)
 }
 
 // removeRecord deletes the attachment's record (DEL).
@@ -37,10 +26,9 @@ func (p *plugin) removeRecord(c *Config, a *skel.CmdArgs) error {
 
 // repair puts back the attachment's port mappings and route_localnet when
 // they are gone (unless dryRun) and says what was gone. The mappings are
-// built by portMaps and the sysctl set by enableLocalnet, as in ADD; the
-// backend's Ensure runs only when its Check finds a rule missing.
+// built by portMaps and the sysctl set by enableLocalnet, as in ADD.
 func (p *plugin) repair(ctx context.Context, r records.Record, dryRun bool) ([]string, error) {
-	a := &skel.CmdArgs{ContainerID: r.ContainerID, IfName: r.IfName, Netns: r.Netns, Args: r.Args, StdinData: r.Config, Stderr: io.Discard}
+	a := r.CmdArgs()
 	c, err := Load(a.StdinData)
 	if err != nil {
 		return nil, err
@@ -53,29 +41,16 @@ func (p *plugin) repair(ctx context.Context, r records.Record, dryRun bool) ([]s
 	if len(c.RuntimeConfig.PortMaps) == 0 || v4 == nil && v6 == nil {
 		return nil, nil
 	}
-	be, err := p.backend(ctx, c)
-	if err != nil {
-		return nil, err
-	}
 	pm := c.portMaps(v4, v6)
-	var missing []string
-	if err := be.Check(ctx, owner(c, a), firewall.Rules{PortMaps: pm}); err != nil {
-		if !errors.Is(err, firewall.ErrMissing) {
-			return nil, err
-		}
-		missing = append(missing, "port mappings")
-		if !dryRun {
-			if err := be.Ensure(ctx, owner(c, a), firewall.Rules{PortMaps: pm}); err != nil {
-				return missing, err
+	backend := func(ctx context.Context) (firewall.Backend, error) { return p.backend(ctx, c) }
+	localnet := resync.Part{
+		Check: func(context.Context) ([]string, error) {
+			if v4 == nil || !pm.SNAT || pm.MasqAll || p.host.LocalnetOn(v4.IP) {
+				return nil, nil
 			}
-		}
+			return []string{"route_localnet"}, nil
+		},
+		Put: func(context.Context) error { return p.enableLocalnet(a, v4.IP) },
 	}
-	if v4 == nil || !pm.SNAT || pm.MasqAll || p.host.LocalnetOn(v4.IP) {
-		return missing, nil
-	}
-	missing = append(missing, "route_localnet")
-	if dryRun {
-		return missing, nil
-	}
-	return missing, p.enableLocalnet(a, v4.IP)
+	return resync.Repair(ctx, dryRun, resync.Rules("port mappings", backend, owner(c, a), firewall.Rules{PortMaps: pm}), localnet)
 }
