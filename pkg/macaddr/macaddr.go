@@ -50,6 +50,19 @@ func Choose(sources ...Source) (net.HardwareAddr, error) {
 	return mac, nil
 }
 
+// FromCNI chooses a container's MAC as the reference plugins do, the later
+// source overriding the earlier: the MAC key of CNI_ARGS (cniArgs),
+// args.cni.mac (argsMAC), runtimeConfig.mac (runtimeMAC, the mac
+// capability). Nil when none is given.
+func FromCNI(cniArgs, argsMAC, runtimeMAC string) (net.HardwareAddr, error) {
+	args, err := types.ParseArgs(cniArgs)
+	if err != nil {
+		return nil, err
+	}
+	return Choose(Source{Field: "CNI_ARGS MAC", Value: args["MAC"]}, Source{Field: "args.cni.mac", Value: argsMAC},
+		Source{Field: "runtimeConfig.mac", Value: runtimeMAC})
+}
+
 // Same reports whether the text s is the address mac, in any letter case
 // or notation net.ParseMAC takes.
 func Same(s string, mac net.HardwareAddr) bool {

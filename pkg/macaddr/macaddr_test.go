@@ -46,6 +46,28 @@ func TestChoose(t *testing.T) {
 	}
 }
 
+func TestFromCNI(t *testing.T) {
+	for _, tt := range []struct {
+		cniArgs, args, runtime, want string
+	}{
+		{"IgnoreUnknown=1;MAC=0a:00:00:00:00:01", "", "", "0a:00:00:00:00:01"},
+		{"MAC=0a:00:00:00:00:01", "0a:00:00:00:00:02", "", "0a:00:00:00:00:02"},
+		{"MAC=0a:00:00:00:00:01", "0a:00:00:00:00:02", "0a:00:00:00:00:03", "0a:00:00:00:00:03"},
+		{"", "", "", ""},
+	} {
+		mac, err := FromCNI(tt.cniArgs, tt.args, tt.runtime)
+		if err != nil || mac.String() != tt.want {
+			t.Errorf("FromCNI(%q, %q, %q) = %v, %v, want %q", tt.cniArgs, tt.args, tt.runtime, mac, err, tt.want)
+		}
+	}
+	if _, err := FromCNI("MAC=zz", "", "0a:00:00:00:00:03"); err == nil || !strings.Contains(err.Error(), `CNI_ARGS MAC "zz"`) {
+		t.Errorf("FromCNI(bad CNI_ARGS MAC) = %v, want an error naming CNI_ARGS MAC", err)
+	}
+	if _, err := FromCNI("MAC", "", ""); err == nil {
+		t.Error("FromCNI(CNI_ARGS without '=') = nil, want its error")
+	}
+}
+
 func TestSame(t *testing.T) {
 	mac, _ := ParseUnicast("mac", "0a:58:0a:58:00:02")
 	if !Same("0A:58:0A:58:00:02", mac) || Same("0a:58:0a:58:00:03", mac) || Same("junk", mac) {

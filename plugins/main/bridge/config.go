@@ -7,6 +7,7 @@ import (
 
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/link"
+	"cnisuite/pkg/macaddr"
 	"cnisuite/pkg/types"
 )
 
@@ -57,7 +58,8 @@ type NetConf struct {
 	rawIPAM json.RawMessage
 	// trunkIDs are the trunk VLANs, sorted and without duplicates.
 	trunkIDs []int
-	// mac is the container MAC chosen from CNI_ARGS, args and runtimeConfig.
+	// mac is the container MAC chosen from CNI_ARGS, args and runtimeConfig
+	// (macaddr.FromCNI).
 	mac net.HardwareAddr
 	// noICC is icc false; isolateMode is "", "true" or "strict".
 	noICC         bool
@@ -92,7 +94,8 @@ func loadConf(data []byte, cniArgs string) (*NetConf, error) {
 	if conf.IsDefaultGW {
 		conf.IsGW = true
 	}
-	macErr := conf.pickMAC(cniArgs)
+	var macErr error
+	conf.mac, macErr = macaddr.FromCNI(cniArgs, conf.Args.Cni.Mac, conf.RuntimeConfig.Mac)
 	if err := errors.Join(macErr, conf.validate()); err != nil {
 		return nil, err
 	}
@@ -125,7 +128,8 @@ func validateIPAMType(t string) error {
 }
 
 func (c *NetConf) validate() error {
-	errs := []error{types.ValidateLinkName("bridge", c.BrName), c.validateVlans(), c.validateExpressible(), c.validateIsolation(), c.nodeOptions.validate()}
+	errs := []error{types.ValidateLinkName("bridge", c.BrName), c.validateVlans(), c.validateIsolation(), c.nodeOptions.validate(),
+		types.ConfigExpressible(c.CNIVersion, c.hasIPAM(), c.rawIPAM)} // what a 0.1.0/0.2.0 result cannot hold
 	if n := c.Args.Cni.HostVethName; n != "" {
 		errs = append(errs, types.ValidateLinkName("args.cni.hostVethName", n))
 	}
