@@ -9,6 +9,28 @@ import (
 	"cnisuite/pkg/ns"
 )
 
+// DeleteContainerEnd deletes the container interface ifname (in contNS,
+// reached with cont): a veth pair through the helper h without waiting for
+// the kernel's cleanup (DeleteDetached), anything else, or a pair the
+// helper cannot take, at once. A missing interface is success.
+//
+// Equivalent to: ip -n $netns link del $ifname
+func (h *Helper) DeleteContainerEnd(host, cont *netlink.Handle, contNS *ns.NetNS, ifname string, step func(string) func()) error {
+	l, err := cont.LinkByName(ifname)
+	if err != nil {
+		if link.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("looking up %q: %w", ifname, err)
+	}
+	if veth, ok := l.(*netlink.Veth); ok {
+		if done, err := h.DeleteDetached(host, cont, contNS, veth, step); done {
+			return err
+		}
+	}
+	return link.DeleteLink(cont, ifname)
+}
+
 // DeleteHostPort deletes the host veth called name when it is a port of
 // the bridge called bridge and provably the attachment's: named by the
 // attachment's deterministic name (byOurName), or with its peer in the

@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/vishvananda/netlink"
-
 	"cnisuite/pkg/concurrent"
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/invoke"
-	"cnisuite/pkg/link"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/sysctlkeep"
 	"cnisuite/pkg/types"
@@ -102,7 +99,7 @@ func (at *attach) removeVeth() error {
 	defer at.tm.Step("removeVeth")()
 	a := at.args
 	if at.netns != nil {
-		if err := at.deleteContainerEnd(); err != nil {
+		if err := at.del.DeleteContainerEnd(at.host, at.cont, at.netns, a.IfName, at.tm.Step); err != nil {
 			return fmt.Errorf("deleting %q in %q: %w", a.IfName, a.Netns, err)
 		}
 	}
@@ -114,24 +111,6 @@ func (at *attach) removeVeth() error {
 		errs = append(errs, at.deleteHostPort(name, false))
 	}
 	return errors.Join(errs...)
-}
-
-// deleteContainerEnd deletes the container interface: a veth pair without
-// waiting for the kernel's cleanup (pkg/vethdel), anything else at once.
-func (at *attach) deleteContainerEnd() error {
-	l, err := at.cont.LinkByName(at.args.IfName)
-	if err != nil {
-		if link.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("looking up %q: %w", at.args.IfName, err)
-	}
-	if veth, ok := l.(*netlink.Veth); ok {
-		if done, err := at.del.DeleteDetached(at.host, at.cont, at.netns, veth, at.tm.Step); done {
-			return err
-		}
-	}
-	return link.DeleteLink(at.cont, at.args.IfName)
 }
 
 // prevHostVeth is the host interface prevResult names, or "".
