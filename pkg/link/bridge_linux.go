@@ -90,6 +90,31 @@ func lookupBridge(h *netlink.Handle, name string) (*netlink.Bridge, error) {
 	return br, nil
 }
 
+// DeleteBridgeIfNoPorts deletes the bridge called name, with its
+// addresses, when no link is its port. A name that is gone or not a
+// bridge is left alone.
+//
+// Equivalent to: [ -z "$(ip link show master $name)" ] && ip link del $name
+func DeleteBridgeIfNoPorts(h *netlink.Handle, name string) error {
+	br, err := lookupBridge(h, name)
+	if err != nil {
+		return nil // gone, or not a bridge: nothing to remove
+	}
+	links, err := LinkList(h)
+	if err != nil {
+		return fmt.Errorf("listing links: %w", err)
+	}
+	for _, l := range links {
+		if l.Attrs().MasterIndex == br.Index {
+			return nil // a port is left
+		}
+	}
+	if err := h.LinkDel(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Index: br.Index, Name: br.Name}}); err != nil && !IsNotFound(err) {
+		return fmt.Errorf("deleting bridge %q: %w", br.Name, err)
+	}
+	return nil
+}
+
 func createBridge(h *netlink.Handle, o BridgeOptions) (*netlink.Bridge, error) {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = o.Name

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/statedir"
@@ -57,8 +55,6 @@ func (at *attach) lockBridge(ctx context.Context) (func(), error) {
 // removeBridgeIfEmpty deletes the bridge, with its addresses, when no port
 // is left (removeEmptyBridge), under the bridge's lock. Called by DEL once
 // the attachment's port, lease and rules are gone.
-//
-// Equivalent to: [ -z "$(ip link show master $bridge)" ] && ip link del $bridge
 func (at *attach) removeBridgeIfEmpty(ctx context.Context) error {
 	if !at.conf.RemoveEmptyBridge || at.conf.BrName == "" {
 		return nil
@@ -69,21 +65,8 @@ func (at *attach) removeBridgeIfEmpty(ctx context.Context) error {
 		return err
 	}
 	defer release()
-	br, err := link.LookupBridge(at.host, at.conf.BrName)
-	if err != nil {
-		return nil // gone, or not a bridge: nothing of ours to remove
-	}
-	links, err := at.host.LinkList()
-	if err != nil {
-		return fmt.Errorf("removeEmptyBridge: listing links: %w", err)
-	}
-	for _, l := range links {
-		if l.Attrs().MasterIndex == br.Index {
-			return nil // a port is left
-		}
-	}
-	if err := at.host.LinkDel(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Index: br.Index, Name: br.Name}}); err != nil && !link.IsNotFound(err) {
-		return fmt.Errorf("removeEmptyBridge: deleting bridge %q: %w", br.Name, err)
+	if err := link.DeleteBridgeIfNoPorts(at.host, at.conf.BrName); err != nil {
+		return fmt.Errorf("removeEmptyBridge: %w", err)
 	}
 	return nil
 }
