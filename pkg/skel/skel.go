@@ -51,6 +51,18 @@ func (a *CmdArgs) Getenv(key string) string {
 	return ""
 }
 
+// StepTimer returns a timer of the command's steps, recording into the
+// call's log and, when the environment variable traceEnv is 1, printing
+// each step, prefixed with prefix, to the call's stderr; nil when neither
+// wants the steps.
+func (a *CmdArgs) StepTimer(traceEnv, prefix string) *calllog.StepTimer {
+	var trace io.Writer
+	if a.Getenv(traceEnv) == "1" && a.Stderr != nil {
+		trace = a.Stderr
+	}
+	return calllog.NewStepTimer(a.Log, trace, prefix)
+}
+
 // Plugin wires a plugin's verbs to the protocol. Every verb must be set: a
 // plugin with nothing to do for GC or STATUS says so in its own function.
 type Plugin struct {

@@ -337,3 +337,17 @@ func TestGetenvFromTheCall(t *testing.T) {
 		}
 	}
 }
+
+// The trace variable of the call's environment, not the process's, turns
+// the step lines on.
+func TestStepTimerTrace(t *testing.T) {
+	var stderr strings.Builder
+	a := &CmdArgs{Env: []string{"X_TRACE=1"}, Stderr: &stderr}
+	a.StepTimer("X_TRACE", "bridge").Step("setupVeth")()
+	if got := stderr.String(); !strings.HasPrefix(got, "bridge: setupVeth ") {
+		t.Errorf("traced step printed %q, want a line starting %q", got, "bridge: setupVeth ")
+	}
+	if tm := (&CmdArgs{Stderr: &stderr}).StepTimer("X_TRACE", "bridge"); tm != nil {
+		t.Errorf("StepTimer without trace or log = %v, want nil", tm)
+	}
+}

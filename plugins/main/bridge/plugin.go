@@ -32,6 +32,10 @@ type plugin struct {
 	records records.Store
 }
 
+// traceEnv names the environment variable that makes the plugin print how
+// long each step of a command took to stderr (see README, "Speed").
+const traceEnv = "CNISUITE_BRIDGE_TRACE"
+
 // attach is one attachment being worked on by a command.
 type attach struct {
 	p     *plugin
@@ -54,7 +58,7 @@ type attach struct {
 // open opens the netns (when given) and the netlink handles. For ADD and
 // CHECK a missing netns is an error; for DEL it is not.
 func (p *plugin) open(conf *NetConf, a *skel.CmdArgs, needNetns bool) (*attach, error) {
-	at := &attach{p: p, conf: conf, args: a, tm: newStepTimer(a)}
+	at := &attach{p: p, conf: conf, args: a, tm: a.StepTimer(traceEnv, "bridge")}
 	defer at.tm.Step("open")()
 	var err error
 	// Route sockets only: the plugin needs no others, and each socket in the
