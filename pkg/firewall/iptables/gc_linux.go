@@ -15,7 +15,7 @@ import (
 
 // GC removes the network's owner chains whose owner is not kept, reading
 // the whole nat table once per family (iptables-save -t nat), then the
-// network's stale nftables chains.
+// network's stale nftables chains; one netfilter socket serves both.
 func (b *Backend) GC(ctx context.Context, plugin, network string, keep []fwapi.Owner) error {
 	kept := map[string]bool{}
 	for _, o := range keep {
@@ -30,7 +30,11 @@ func (b *Backend) GC(ctx context.Context, plugin, network string, keep []fwapi.O
 	for _, f := range families {
 		errs = append(errs, b.w.gc(ctx, c, f, natchain.NetPrefixes(plugin, network), kept))
 	}
-	errs = append(errs, nftmodel.GC(plugin, network, keep))
+	conn, err := c.socket()
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	errs = append(errs, nftmodel.GC(conn, plugin, network, keep))
 	return errors.Join(errs...)
 }
 

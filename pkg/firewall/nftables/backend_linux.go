@@ -83,7 +83,12 @@ func (b *Backend) Check(_ context.Context, o fwapi.Owner, r fwapi.Rules) error {
 
 // GC removes the network's owner chains whose owner is not kept.
 func (b *Backend) GC(_ context.Context, plugin, network string, keep []fwapi.Owner) error {
-	return nftmodel.GC(plugin, network, keep)
+	conn, err := netfilter.Dial()
+	if err != nil {
+		return types.Errorf(types.ErrIO, "%w", err)
+	}
+	defer conn.Close()
+	return nftmodel.GC(conn, plugin, network, keep)
 }
 
 // Mapped returns the host ports of the owner's DNAT chains, read from the

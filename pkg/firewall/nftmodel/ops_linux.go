@@ -206,18 +206,13 @@ func Check(conn *netfilter.Conn, o fwapi.Owner, desired []Chain) error {
 	return nil
 }
 
-// GC removes the network's owner chains, in every table of ours, whose
-// owner is not kept.
-func GC(plugin, network string, keep []fwapi.Owner) error {
-	stale, err := staleChains(plugin, network, keep)
+// GC removes, on conn, the network's owner chains, in every table of
+// ours, whose owner is not kept.
+func GC(conn *netfilter.Conn, plugin, network string, keep []fwapi.Owner) error {
+	stale, err := staleChains(conn, plugin, network, keep)
 	if err != nil {
 		return err
 	}
-	conn, err := netfilter.Dial()
-	if err != nil {
-		return types.Errorf(types.ErrIO, "%w", err)
-	}
-	defer conn.Close()
 	existing, err := ReadChains(conn, stale)
 	if err != nil {
 		return err

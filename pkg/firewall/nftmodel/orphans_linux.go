@@ -8,9 +8,9 @@ import (
 	"cnisuite/pkg/types"
 )
 
-// These two rare or whole-table reads use google/nftables: they list every
-// map element of a table, or every chain of a family, which no per-call
-// path needs, and the cost of its extra socket does not matter here.
+// This rare whole-table read uses google/nftables: it lists every map
+// element of a table, which no per-call path needs, and the cost of its
+// extra socket does not matter here.
 
 // dropOrphanElems deletes, over netlink, the map elements leading to
 // existing chains whose rules no longer say which elements they have (a
@@ -68,13 +68,9 @@ func dropElemsTo(conn *nftables.Conn, e Existing) error {
 	return nil
 }
 
-// staleChains lists the network's owner chains not belonging to kept
-// owners.
-func staleChains(plugin, network string, keep []fwapi.Owner) ([]Chain, error) {
-	conn, err := nftables.New()
-	if err != nil {
-		return nil, types.Errorf(types.ErrIO, "netlink to nftables: %w", err)
-	}
+// staleChains lists, on conn, the network's owner chains not belonging to
+// kept owners.
+func staleChains(conn *netfilter.Conn, plugin, network string, keep []fwapi.Owner) ([]Chain, error) {
 	kept := map[string]bool{}
 	for _, o := range keep {
 		o.Plugin, o.Network = plugin, network
@@ -84,13 +80,13 @@ func staleChains(plugin, network string, keep []fwapi.Owner) ([]Chain, error) {
 	}
 	var out []Chain
 	for _, t := range Tables {
-		chains, err := conn.ListChainsOfTableFamily(nftables.TableFamily(t.Proto()))
+		names, err := conn.Chains(t.Proto(), t.Name)
 		if err != nil {
-			return nil, types.Errorf(types.ErrIO, "listing chains: %w", err)
+			return nil, types.Errorf(types.ErrIO, "%w", err)
 		}
-		for _, ch := range chains {
-			c := Chain{Table: t, Name: ch.Name}
-			if ch.Table.Name == t.Name && isNetChain(ch.Name, plugin, network) && !kept[c.ID()] {
+		for _, name := range names {
+			c := Chain{Table: t, Name: name}
+			if isNetChain(name, plugin, network) && !kept[c.ID()] {
 				out = append(out, c)
 			}
 		}
