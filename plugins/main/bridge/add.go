@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"cnisuite/pkg/concurrent"
+	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/ipmath"
 	"cnisuite/pkg/link"
@@ -33,13 +34,36 @@ func (p *plugin) cmdAdd(ctx context.Context, a *skel.CmdArgs) (*types.Result, er
 		return nil, err
 	}
 	defer at.close()
+	return at.addOrUndo(ctx)
+}
+
+// addSteps are ADD's steps that act on the node; each pushes its inverse,
+// when it has one, on the attachment's undo stack. The attachment itself
+// does them (add.go, add_steps.go); a test's fake records them, so that
+// the order of ADD, and of a failed ADD's undo, is checked without root.
+type addSteps interface {
+	runIPAM(context.Context) error
+	ensureBridge(context.Context) error
+	setupVeth(context.Context) error
+	containerUp(context.Context) error
+	configureContainer(context.Context) error
+	enableGateway(context.Context) error
+	waitPort(context.Context) error
+	installRules(context.Context, firewall.Rules) error
+	finishResult(context.Context) error
+	writeRecord() error
+}
+
+// addOrUndo runs ADD's steps and records the attachment; when one fails,
+// the inverses of the steps done run, last first.
+func (at *attach) addOrUndo(ctx context.Context) (*types.Result, error) {
 	res, err := at.add(ctx)
 	if err == nil {
-		err = at.writeRecord()
+		err = at.steps.writeRecord()
 	}
 	if err != nil {
-		if uerr := at.undo.Run(); uerr != nil && a.Stderr != nil {
-			fmt.Fprintf(a.Stderr, "bridge: cleanup after failed ADD: %v\n", uerr)
+		if uerr := at.undo.Run(); uerr != nil && at.args.Stderr != nil {
+			fmt.Fprintf(at.args.Stderr, "bridge: cleanup after failed ADD: %v\n", uerr)
 		}
 		return nil, err
 	}
@@ -75,7 +99,7 @@ func (at *attach) add(ctx context.Context) (*types.Result, error) {
 	}
 	ipam := func() error { return nil }
 	if at.conf.hasIPAM() {
-		ipam = func() error { return at.timed("ipam", at.runIPAM)(ctx) }
+		ipam = func() error { return at.timed("ipam", at.steps.runIPAM)(ctx) }
 	}
 	links := func() error {
 		// removeEmptyBridge: no DEL removes the bridge between our finding
@@ -85,7 +109,7 @@ func (at *attach) add(ctx context.Context) (*types.Result, error) {
 			return err
 		}
 		defer release()
-		return at.sequence(ctx, at.timed("ensureBridge", at.ensureBridge), at.timed("setupVeth", at.setupVeth))
+		return at.sequence(ctx, at.timed("ensureBridge", at.steps.ensureBridge), at.timed("setupVeth", at.steps.setupVeth))
 	}
 	if err := at.linksAndIPAM(ipam, links); err != nil {
 		return nil, err
@@ -97,12 +121,12 @@ func (at *attach) add(ctx context.Context) (*types.Result, error) {
 	container := func() error { return at.sequence(ctx, at.containerSteps()...) }
 	firewall := func() error {
 		defer at.tm.Step("firewall")()
-		return at.installRules(ctx, rules)
+		return at.steps.installRules(ctx, rules)
 	}
 	if err := concurrent.First(concurrent.Run(container, firewall)); err != nil {
 		return nil, err
 	}
-	return at.res, at.timed("finishResult", at.finishResult)(ctx)
+	return at.res, at.timed("finishResult", at.steps.finishResult)(ctx)
 }
 
 // sequence runs steps in order and stops at the first error.

@@ -66,12 +66,12 @@ func (at *attach) setupVeth(context.Context) error {
 // Without it, addresses go on first and the port is awaited last, which
 // overlaps the port's wait with the address work.
 func (at *attach) containerSteps() []func(context.Context) error {
-	configure := at.timed("configureContainer", at.configureContainer)
-	gateway := at.timed("enableGateway", at.enableGateway)
-	port := at.timed("waitPort", at.waitPort)
+	configure := at.timed("configureContainer", at.steps.configureContainer)
+	gateway := at.timed("enableGateway", at.steps.enableGateway)
+	port := at.timed("waitPort", at.steps.waitPort)
 	c := at.conf
 	if c.EnableDad && c.hasIPAM() && !c.DisableContainerInterface {
-		return []func(context.Context) error{at.timed("containerUp", at.containerUp), port, configure, gateway}
+		return []func(context.Context) error{at.timed("containerUp", at.steps.containerUp), port, configure, gateway}
 	}
 	return []func(context.Context) error{configure, gateway, port}
 }

@@ -53,12 +53,15 @@ type attach struct {
 	tm       *calllog.StepTimer // nil unless tracing
 	// del is DEL's helper (pkg/vethdel); nil otherwise.
 	del *vethdel.Helper
+	// steps are ADD's: the attachment itself but in tests.
+	steps addSteps
 }
 
 // open opens the netns (when given) and the netlink handles. For ADD and
 // CHECK a missing netns is an error; for DEL it is not.
 func (p *plugin) open(conf *NetConf, a *skel.CmdArgs, needNetns bool) (*attach, error) {
 	at := &attach{p: p, conf: conf, args: a, tm: a.StepTimer(traceEnv, "bridge")}
+	at.steps = at
 	defer at.tm.Step("open")()
 	var err error
 	// Route sockets only: the plugin needs no others, and each socket in the
