@@ -2,19 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/calllog"
 	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/link"
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/records"
-	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/undo"
@@ -72,35 +70,12 @@ func (p *plugin) open(conf *NetConf, a *skel.CmdArgs, needNetns bool) (*attach, 
 	if a.Netns == "" {
 		return at, nil
 	}
-	nsh, err := ns.Open(a.Netns)
+	at.netns, at.cont, err = link.OpenContainer(a.Netns, !needNetns, func(err error) {
+		fmt.Fprintf(a.Stderr, "bridge: DEL goes on without the container side: %v\n", err)
+	})
 	if err != nil {
-		if !needNetns && errors.Is(err, ns.ErrNotExist) {
-			return at, nil // DEL of a container whose namespace is gone
-		}
-		if !needNetns && errors.Is(err, ns.ErrNotNetNS) {
-			// ADD refused it: nothing of the attachment is in it. The
-			// host side goes by our own names only.
-			fmt.Fprintf(a.Stderr, "bridge: DEL goes on without the container side: CNI_NETNS %q: %v\n", a.Netns, err)
-			return at, nil
-		}
 		at.close()
-		return nil, types.Errorf(types.ErrInvalidEnv, "CNI_NETNS %q: %w", a.Netns, err)
-	}
-	at.netns = nsh
-	if at.cont, err = netlink.NewHandleAt(netns.NsHandle(at.netns.Fd()), unix.NETLINK_ROUTE); err != nil {
-		foreign := rootless.DeniedNetns(at.netns)
-		if foreign && !needNetns {
-			// An ADD with the same privileges could put nothing there.
-			fmt.Fprintf(a.Stderr, "bridge: DEL goes on without the container side: %v\n", rootless.NetnsDenied(a.Netns, err))
-			_ = at.netns.Close() // read-only handle: nothing to flush
-			at.netns = nil
-			return at, nil
-		}
-		at.close()
-		if foreign {
-			return nil, rootless.NetnsDenied(a.Netns, err)
-		}
-		return nil, types.Errorf(types.ErrIO, "opening a netlink socket in %q: %w", a.Netns, err)
+		return nil, err
 	}
 	return at, nil
 }
