@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -91,6 +92,23 @@ func EnableForwarding(v4, v6 bool) error {
 		}
 	}
 	return nil
+}
+
+// ForwardingOff names, in dotted form, the forwarding sysctls of the
+// families asked for that are not on: those EnableForwarding turns on.
+//
+// Equivalent to: sysctl net.ipv4.ip_forward net.ipv6.conf.all.forwarding
+func ForwardingOff(v4, v6 bool) []string {
+	var off []string
+	for _, k := range [...]struct {
+		on  bool
+		key string
+	}{{v4, "net/ipv4/ip_forward"}, {v6, "net/ipv6/conf/all/forwarding"}} {
+		if v, err := sysctl.Get(k.key); k.on && (err != nil || v != "1") {
+			off = append(off, strings.ReplaceAll(k.key, "/", "."))
+		}
+	}
+	return off
 }
 
 // ensureForwarding reads the family's forwarding over netlink and writes

@@ -8,6 +8,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/macaddr"
 	"cnisuite/pkg/types"
 )
 
@@ -97,6 +98,18 @@ func verifyRoute(l netlink.Link, want *netlink.Route) error {
 	}
 	if len(routes) == 0 {
 		return fmt.Errorf("route to %v via %v: %w", want.Dst, want.Gw, ErrMissing)
+	}
+	return nil
+}
+
+// CheckAttrs compares a link's MAC and MTU with those its result
+// interface lists (what want leaves out is not compared).
+func CheckAttrs(l *netlink.LinkAttrs, want *types.Interface) error {
+	if want.Mac != "" && !macaddr.Same(want.Mac, l.HardwareAddr) {
+		return fmt.Errorf("MAC %s, prevResult says %s", l.HardwareAddr, want.Mac)
+	}
+	if want.Mtu != 0 && l.MTU != want.Mtu {
+		return fmt.Errorf("MTU %d, prevResult says %d", l.MTU, want.Mtu)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package link
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 
@@ -51,4 +52,23 @@ func TestVerifyIfaceRouteInAnotherTable(t *testing.T) {
 			t.Errorf("VerifyIface without the subnet route = %v, want ErrMissing", err)
 		}
 	})
+}
+
+func TestCheckAttrs(t *testing.T) {
+	mac, _ := net.ParseMAC("0a:58:0a:00:00:02")
+	l := &netlink.LinkAttrs{HardwareAddr: mac, MTU: 1500}
+	for _, tc := range []struct {
+		want types.Interface
+		err  string
+	}{
+		{types.Interface{}, ""},
+		{types.Interface{Mac: "0A:58:0A:00:00:02", Mtu: 1500}, ""},
+		{types.Interface{Mac: "0a:58:0a:00:00:03"}, "MAC 0a:58:0a:00:00:02, prevResult says 0a:58:0a:00:00:03"},
+		{types.Interface{Mtu: 9000}, "MTU 1500, prevResult says 9000"},
+	} {
+		err := CheckAttrs(l, &tc.want)
+		if got := fmt.Sprint(err); (tc.err == "" && err != nil) || (tc.err != "" && got != tc.err) {
+			t.Errorf("CheckAttrs(%+v) = %v, want %q", tc.want, err, tc.err)
+		}
+	}
 }

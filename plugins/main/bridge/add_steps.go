@@ -127,13 +127,12 @@ func (at *attach) enableGateway(context.Context) error {
 		at.res.Interfaces = append(at.res.Interfaces, &types.Interface{Name: gw.Attrs().Name})
 	}
 	var gws []*net.IPNet
-	v4, v6 := false, false
 	for _, ip := range at.res.IPs {
 		if ip.Gateway != nil {
 			gws = append(gws, &net.IPNet{IP: ip.Gateway, Mask: ip.Address.Mask})
-			v4, v6 = v4 || ip.Gateway.To4() != nil, v6 || ip.Gateway.To4() == nil
 		}
 	}
+	v4, v6 := at.gatewayFamilies()
 	if err := link.EnsureAddrs(at.host, target, gws, c.ForceAddress); err != nil {
 		if errors.Is(err, link.ErrAddressConflict) {
 			return types.Errorf(types.ErrInvalidConfig, "bridge %q gateway (set forceAddress to replace): %w", target.Attrs().Name, err)

@@ -9,7 +9,6 @@ import (
 	"cnisuite/pkg/concurrent"
 	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/link"
-	"cnisuite/pkg/macaddr"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
 )
@@ -73,11 +72,8 @@ func (at *attach) checkBridge(context.Context) error {
 	if err != nil {
 		return missing("bridge %q: %w", c.BrName, err)
 	}
-	if want.Mac != "" && !macaddr.Same(want.Mac, br.HardwareAddr) {
-		return fmt.Errorf("bridge %q: MAC %s, prevResult says %s", c.BrName, br.HardwareAddr, want.Mac)
-	}
-	if want.Mtu != 0 && br.MTU != want.Mtu {
-		return fmt.Errorf("bridge %q: MTU %d, prevResult says %d", c.BrName, br.MTU, want.Mtu)
+	if err := link.CheckAttrs(&br.LinkAttrs, want); err != nil {
+		return fmt.Errorf("bridge %q: %w", c.BrName, err)
 	}
 	if on := br.Promisc != 0; on != c.PromiscMode {
 		return fmt.Errorf("bridge %q: promiscuous mode is %v, promiscMode is %v", c.BrName, on, c.PromiscMode)
@@ -102,11 +98,8 @@ func (at *attach) checkVeth(context.Context) error {
 	if !ok {
 		return fmt.Errorf("container interface %q: a %s, not a veth", a.IfName, l.Type())
 	}
-	if want.Mac != "" && !macaddr.Same(want.Mac, l.Attrs().HardwareAddr) {
-		return fmt.Errorf("container interface %q: MAC %s, prevResult says %s", a.IfName, l.Attrs().HardwareAddr, want.Mac)
-	}
-	if want.Mtu != 0 && l.Attrs().MTU != want.Mtu {
-		return fmt.Errorf("container interface %q: MTU %d, prevResult says %d", a.IfName, l.Attrs().MTU, want.Mtu)
+	if err := link.CheckAttrs(l.Attrs(), want); err != nil {
+		return fmt.Errorf("container interface %q: %w", a.IfName, err)
 	}
 	// The kernel reports a veth's peer as its link (IFLA_LINK); ethtool
 	// inside the namespace is the fallback.

@@ -93,7 +93,7 @@ func loadDelConf(data []byte, stderr io.Writer) (*NetConf, error) {
 // removeVeth deletes the container interface inside the netns (which takes
 // its host peer along) and then the host end wherever it is still found.
 // A host link is deleted only when it is provably this attachment's (see
-// deleteHostPort): prevResult may be stale or forged, and names only a
+// vethdel.DeleteHostPort): prevResult may be stale or forged, and names only a
 // candidate.
 func (at *attach) removeVeth() error {
 	defer at.tm.Step("removeVeth")()
@@ -106,9 +106,9 @@ func (at *attach) removeVeth() error {
 	// A name the pod asked for is no proof of ownership (another link may
 	// hold it): only the hashed name is.
 	ours, exact := at.conf.hostVethName(at.args.ContainerID, at.args.IfName)
-	errs := []error{at.deleteHostPort(ours, !exact)}
+	errs := []error{vethdel.DeleteHostPort(at.host, ours, at.conf.BrName, !exact, at.netns)}
 	if name := at.prevHostVeth(); name != "" && name != ours {
-		errs = append(errs, at.deleteHostPort(name, false))
+		errs = append(errs, vethdel.DeleteHostPort(at.host, name, at.conf.BrName, false, at.netns))
 	}
 	return errors.Join(errs...)
 }
@@ -123,12 +123,6 @@ func (at *attach) prevHostVeth() string {
 		return iface.Name
 	}
 	return ""
-}
-
-// deleteHostPort deletes the host veth name when it is a port of the
-// configured bridge and this attachment's (pkg/vethdel).
-func (at *attach) deleteHostPort(name string, byOurName bool) error {
-	return vethdel.DeleteHostPort(at.host, name, at.conf.BrName, byOurName, at.netns)
 }
 
 // removeRules removes this attachment's masquerade and spoof-check rules,

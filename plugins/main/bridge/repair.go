@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/ifconf"
 	"cnisuite/pkg/records"
 	"cnisuite/pkg/resync"
-	"cnisuite/pkg/sysctl"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/version"
 )
@@ -60,18 +58,7 @@ func (p *plugin) repair(ctx context.Context, r records.Record, dryRun bool) ([]s
 // the families of the gateways, as enableGateway does, and holds it again.
 func (at *attach) forwarding() resync.Part {
 	v4, v6 := at.gatewayFamilies()
-	check := func(context.Context) ([]string, error) {
-		var gone []string
-		for _, k := range [...]struct {
-			on  bool
-			key string
-		}{{v4, "net/ipv4/ip_forward"}, {v6, "net/ipv6/conf/all/forwarding"}} {
-			if v, err := sysctl.Get(k.key); k.on && (err != nil || v != "1") {
-				gone = append(gone, strings.ReplaceAll(k.key, "/", "."))
-			}
-		}
-		return gone, nil
-	}
+	check := func(context.Context) ([]string, error) { return ifconf.ForwardingOff(v4, v6), nil }
 	put := func(context.Context) error {
 		if err := ifconf.EnableForwarding(v4, v6); err != nil {
 			return err
