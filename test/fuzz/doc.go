@@ -6,8 +6,10 @@
 // protocol (no Go stack, one well-formed error object on failure, results
 // valid against the result schema) and that DEL leaves nothing behind.
 //
-// The pure parts (JSON tree, mutations, result validator, protocol checks)
-// live in this package and are tested without root; the runner, which needs
+// This package holds the base configurations and builds the inputs; the
+// pure parts live in subpackages tested without root: jsontree (the JSON
+// tree), mutate (the mutations and the safety filter), protocol (the
+// protocol checks and the result validator). The runner, which needs
 // network namespaces, is in the privileged tests of this folder. See
 // README.md for budgets and how to reproduce a failing input.
 package fuzz

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"cnisuite/test/fuzz/jsontree"
+	"cnisuite/test/fuzz/protocol"
 	"cnisuite/test/sandbox"
 )
 
@@ -28,7 +30,7 @@ type hostileCase struct {
 	// plant makes the hostile entry and returns the path it planted, for
 	// the errors to name ("" when no error need name it).
 	plant func(t *testing.T, p Paths, victim string) string
-	edit  func(o *Object, p Paths)
+	edit  func(o *jsontree.Object, p Paths)
 }
 
 // The first address host-local leases in the bridge base, and the next.
@@ -58,7 +60,7 @@ var hostileCases = []hostileCase{
 		plant: func(t *testing.T, p Paths, victim string) string {
 			return linkAt("cni.log", "data")(t, p, victim)
 		},
-		edit: func(o *Object, p Paths) { o.Set("logFile", filepath.Join(p.DataDir, "cni.log")) }},
+		edit: func(o *jsontree.Object, p Paths) { o.Set("logFile", filepath.Join(p.DataDir, "cni.log")) }},
 }
 
 func TestHostileStateDirs(t *testing.T) {
@@ -82,7 +84,7 @@ func TestHostileStateDirs(t *testing.T) {
 			}
 			// ADD and DEL either succeed or name what they refused (CHECK
 			// after a refused ADD fails for want of the attachment).
-			for _, o := range []Outcome{res.outcomes[0], res.outcomes[len(res.outcomes)-1]} {
+			for _, o := range []protocol.Outcome{res.outcomes[0], res.outcomes[len(res.outcomes)-1]} {
 				if o.Exit != 0 && (planted == "" || !bytes.Contains(o.Stdout, []byte(planted))) {
 					t.Errorf("%s failed without naming %q: %s", o.Verb, planted, o.Stdout)
 				}

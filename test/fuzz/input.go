@@ -6,6 +6,9 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strings"
+
+	"cnisuite/test/fuzz/jsontree"
+	"cnisuite/test/fuzz/mutate"
 )
 
 // Input is one fuzz case: a configuration and the environment every verb
@@ -47,19 +50,19 @@ func Rand(seed uint64, plugin string, index int) *rand.Rand {
 }
 
 // NewInput builds input index of plugin: base variant index mod the number
-// of variants; unmutated when mutate is false.
-func NewInput(seed uint64, plugin string, index int, p Paths, mutate bool) Input {
+// of variants; unmutated when mutated is false.
+func NewInput(seed uint64, plugin string, index int, p Paths, mutated bool) Input {
 	r := Rand(seed, plugin, index)
 	bases := Bases[plugin]
 	b := bases[index%len(bases)]
 	tree := b.Tree(placeholders)
 	in := Input{Plugin: plugin, Index: index, Base: b.Name, Env: baseEnv(plugin, index, p)}
-	if !mutate {
-		in.Config = ownNetwork(placePaths(Marshal(tree), p), index)
+	if !mutated {
+		in.Config = ownNetwork(placePaths(jsontree.Marshal(tree), p), index)
 		return in
 	}
 	for range 50 {
-		text, done, why := Mutate(r, tree)
+		text, done, why := mutate.Mutate(r, tree)
 		if why != "" {
 			continue
 		}
@@ -67,7 +70,7 @@ func NewInput(seed uint64, plugin string, index int, p Paths, mutate bool) Input
 		break
 	}
 	if in.Config == nil { // nothing safe came out: run the base
-		in.Config = Marshal(tree)
+		in.Config = jsontree.Marshal(tree)
 	}
 	in.Config = ownNetwork(placePaths(in.Config, p), index)
 	if r.IntN(8) == 0 {
@@ -83,8 +86,8 @@ func NewInput(seed uint64, plugin string, index int, p Paths, mutate bool) Input
 // placeholder that a mutation damaged keeps PlaceholderRoot, which
 // placePaths moves into the input's own directory (damage to the root's own
 // name makes the input unsafe, and it is not run).
-var placeholders = Paths{DataDir: PlaceholderRoot + "input/data", ResolvConf: PlaceholderRoot + "input/resolv.conf",
-	NetNS: PlaceholderRoot + "netns"}
+var placeholders = Paths{DataDir: mutate.PlaceholderRoot + "input/data", ResolvConf: mutate.PlaceholderRoot + "input/resolv.conf",
+	NetNS: mutate.PlaceholderRoot + "netns"}
 
 // placePaths replaces the placeholders in text by the paths of p, then
 // what is left of PlaceholderRoot (damaged placeholders) by p.Root.
@@ -93,7 +96,7 @@ func placePaths(text []byte, p Paths) []byte {
 	text = bytes.ReplaceAll(text, []byte(placeholders.ResolvConf), []byte(p.ResolvConf))
 	text = bytes.ReplaceAll(text, []byte(placeholders.NetNS), []byte(p.NetNS))
 	if p.Root != "" {
-		text = bytes.ReplaceAll(text, []byte(PlaceholderRoot), []byte(p.Root))
+		text = bytes.ReplaceAll(text, []byte(mutate.PlaceholderRoot), []byte(p.Root))
 	}
 	return text
 }

@@ -3,32 +3,13 @@ package fuzz
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
+
+	"cnisuite/test/fuzz/mutate"
 )
 
-var testPaths = Paths{DataDir: PlaceholderRoot + "fz/data", ResolvConf: PlaceholderRoot + "fz/resolv.conf", NetNS: PlaceholderRoot + "fz/netns"}
-
-// TestTreeRoundTrip: parsing and writing keep key order, duplicate keys
-// and numbers exactly.
-func TestTreeRoundTrip(t *testing.T) {
-	for _, in := range []string{
-		`{"b":1,"a":[null,true,"x",{}],"b":1e400,"n":18446744073709551616}`,
-		`[]`, `"s"`, `-0`, `{"":{"":[[]]}}`,
-	} {
-		tree, err := Parse([]byte(in))
-		if err != nil {
-			t.Fatalf("Parse(%s): %v", in, err)
-		}
-		if got := string(Marshal(tree)); got != in {
-			t.Errorf("Marshal(Parse(%s)) = %s", in, got)
-		}
-	}
-	if _, err := Parse([]byte(`{} {}`)); err == nil {
-		t.Errorf("Parse of two values succeeded")
-	}
-}
+var testPaths = Paths{DataDir: mutate.PlaceholderRoot + "fz/data", ResolvConf: mutate.PlaceholderRoot + "fz/resolv.conf", NetNS: mutate.PlaceholderRoot + "fz/netns"}
 
 // TestBasesAreJSON: every base configuration is valid JSON, has no
 // duplicate keys and is safe to run.
@@ -39,8 +20,8 @@ func TestBasesAreJSON(t *testing.T) {
 			if !json.Valid(text) {
 				t.Errorf("%s/%s: not JSON: %s", plugin, b.Name, text)
 			}
-			if why := Unsafe(text); why != "" {
-				t.Errorf("%s/%s: Unsafe = %s", plugin, b.Name, why)
+			if why := mutate.Unsafe(text); why != "" {
+				t.Errorf("%s/%s: mutate.Unsafe = %s", plugin, b.Name, why)
 			}
 		}
 	}
@@ -74,7 +55,7 @@ func TestMutationsAreSafe(t *testing.T) {
 	for _, plugin := range Plugins {
 		for i := range 150 {
 			in := NewInput(3, plugin, i, testPaths, true)
-			if why := Unsafe(in.Config); why != "" {
+			if why := mutate.Unsafe(in.Config); why != "" {
 				t.Errorf("%s input %d is unsafe (%s): %s", plugin, i, why, in.Config)
 			}
 		}
@@ -93,73 +74,15 @@ func TestMutationKinds(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range treeMutations {
-		if kinds[m.name] == 0 {
-			t.Errorf("mutation %s never drawn", m.name)
+	for _, k := range mutate.Kinds() {
+		if kinds[k] == 0 {
+			t.Errorf("mutation %s never drawn", k)
 		}
 	}
 	for _, k := range []string{"bytes", "env"} {
 		if kinds[k] == 0 {
 			t.Errorf("mutation %s never drawn", k)
 		}
-	}
-}
-
-func TestUnsafe(t *testing.T) {
-	for _, tc := range []struct {
-		text string
-		bad  bool
-	}{
-		{`{"dataDir":"/tmp/cnisuite-fuzz/x/y"}`, false},
-		{`{"dataDir":"/tmp/x/y"}`, os.TempDir() != "/tmp"},
-		{`{"dataDir":"/run/cni/x"}`, false},
-		{`{"dataDir":"/Tmp/x"}`, true},
-		{`{"dataDir":"/tmp/../etc"}`, true},
-		{`{"dataDir":"\/etc"}`, true},
-		{`{"a":{"/etc/passwd":1}}`, true},
-		{`{"dataDir":"../../x"}`, true},
-		{`{"dataDir":"../x"}`, false},
-		{`{"type":"bridge","ipam":{"type":"host-local"}}`, false},
-		{`{"type":"bridge","ipam":{"type":"bridge"}}`, true},
-		{`{"ipam":{"TYPE":"bridge"}}`, true},
-		{`{"ipam":{"type":"bridge"`, true},
-		{`{"ipam":{"x":"bridge","type":"b"}}`, false},
-		{`["bridge",{"a":[{"type":"bridge"}]}]`, true},
-		{`not json /etc`, false},
-	} {
-		if got := Unsafe([]byte(tc.text)) != ""; got != tc.bad {
-			t.Errorf("Unsafe(%s) = %v, want %v", tc.text, got, tc.bad)
-		}
-		if tree, err := Parse([]byte(tc.text)); err == nil {
-			if got := unsafeTree(tree, 0, "") != ""; got != tc.bad {
-				t.Errorf("unsafeTree(%s) = %v, want %v", tc.text, got, tc.bad)
-			}
-		}
-	}
-}
-
-func TestFlipBytesChangesText(t *testing.T) {
-	base := []byte(`{"cniVersion":"1.1.0","name":"n"}`)
-	r := Rand(1, "x", 0)
-	changed := 0
-	for range 200 {
-		out, what := flipBytes(r, base)
-		if what == "" {
-			t.Fatal("flipBytes said nothing")
-		}
-		if !bytes.Equal(out, base) {
-			changed++
-		}
-	}
-	if changed < 150 {
-		t.Errorf("only %d of 200 flips changed the text", changed)
-	}
-}
-
-func TestDeepMutationStaysCheap(t *testing.T) {
-	root := any(Obj("a", deep(Rand(1, "x", 0), 100000)))
-	if n := len(slots(&root)); n > maxSlotDepth+2 {
-		t.Errorf("slots of a 100,000-deep value: %d, want at most %d", n, maxSlotDepth+2)
 	}
 }
 

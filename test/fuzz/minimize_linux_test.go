@@ -3,6 +3,9 @@ package fuzz
 import (
 	"os"
 	"path/filepath"
+
+	"cnisuite/test/fuzz/jsontree"
+	"cnisuite/test/fuzz/mutate"
 )
 
 // minimizeBudget bounds the trials spent on one failing input.
@@ -14,20 +17,18 @@ const minimizeBudget = 300
 // configuration found, or nil when the text is not JSON. Each trial runs
 // every verb again in the batch's world, from a clean data directory.
 func (w *world) minimize(res *result) []byte {
-	tree, err := Parse(res.in.Config)
+	tree, err := jsontree.Parse(res.in.Config)
 	if err != nil {
 		return nil
 	}
 	sig := res.signature()
 	best := res.in.Config
 	for i, budget := 1, minimizeBudget; budget > 0; budget-- {
-		trial := Clone(tree)
-		all := slots(&trial)
-		if i >= len(all) {
+		trial, ok := mutate.Drop(tree, i)
+		if !ok {
 			break
 		}
-		all[i].remove()
-		text := Marshal(trial)
+		text := jsontree.Marshal(trial)
 		if w.failsAlike(res, text, sig) {
 			tree, best = trial, text // slot i now holds the next value: try it
 			continue
@@ -40,7 +41,7 @@ func (w *world) minimize(res *result) []byte {
 // failsAlike runs res's input with config text and reports whether it
 // fails with the same signature.
 func (w *world) failsAlike(res *result, text []byte, sig string) bool {
-	if Unsafe(text) != "" {
+	if mutate.Unsafe(text) != "" {
 		return false
 	}
 	if err := os.RemoveAll(filepath.Join(res.dir, "data")); err != nil {

@@ -5,6 +5,9 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netlink"
+
+	"cnisuite/test/fuzz/jsontree"
+	"cnisuite/test/fuzz/protocol"
 )
 
 // verbs run on every input, in a runtime's order: GC keeps the input's own
@@ -15,7 +18,7 @@ var verbs = []string{"ADD", "CHECK", "STATUS", "GC", "DEL"}
 type result struct {
 	in       Input
 	dir      string
-	outcomes []Outcome
+	outcomes []protocol.Outcome
 	stdins   map[string][]byte
 	problems []string // "VERB: problem" or "leftover: …"
 	// minimized is the smallest configuration that fails alike, when
@@ -31,8 +34,8 @@ func (w *world) runInput(in Input, dir string) *result {
 		res.problems = append(res.problems, "test: snapshot before ADD: "+err.Error())
 		return res
 	}
-	want := ConfigVersion(in.Config)
-	tree, err := Parse(in.Config)
+	want := protocol.ConfigVersion(in.Config)
+	tree, err := jsontree.Parse(in.Config)
 	if err != nil {
 		tree = nil
 	}
@@ -41,7 +44,7 @@ func (w *world) runInput(in Input, dir string) *result {
 		stdin := w.stdin(in, tree, verb, added)
 		o := w.exec(in, dir, verb, stdin)
 		res.outcomes, res.stdins[verb] = append(res.outcomes, o), stdin
-		for _, p := range CheckProtocol(o, want) {
+		for _, p := range protocol.CheckProtocol(o, want) {
 			res.problems = append(res.problems, verb+": "+p)
 		}
 		if verb == "ADD" && o.Exit == 0 && o.StartErr == nil {
@@ -72,23 +75,23 @@ func (w *world) stdin(in Input, tree any, verb string, added []byte) []byte {
 	var value any
 	switch {
 	case (verb == "CHECK" || verb == "DEL") && added != nil:
-		prev, err := Parse(added)
+		prev, err := jsontree.Parse(added)
 		if err != nil {
 			return in.Config
 		}
 		key, value = "prevResult", prev
 	case verb == "GC":
-		key, value = "cni.dev/valid-attachments", Arr(Obj("containerID", in.Env.ContainerID, "ifname", in.Env.IfName))
+		key, value = "cni.dev/valid-attachments", jsontree.Arr(jsontree.Obj("containerID", in.Env.ContainerID, "ifname", in.Env.IfName))
 	default:
 		return in.Config
 	}
-	o, ok := tree.(*Object)
+	o, ok := tree.(*jsontree.Object)
 	if !ok {
 		return in.Config
 	}
-	o = &Object{Fields: append([]Field(nil), o.Fields...)} // a shallow copy: Set replaces top-level values only
+	o = &jsontree.Object{Fields: append([]jsontree.Field(nil), o.Fields...)} // a shallow copy: Set replaces top-level values only
 	o.Set(key, value)
-	return Marshal(o)
+	return jsontree.Marshal(o)
 }
 
 // removeNewBridges deletes the bridges a mutated bridge name made, so that

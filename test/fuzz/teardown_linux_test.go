@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cnisuite/test/fuzz/jsontree"
 	"cnisuite/test/sandbox"
 )
 
@@ -26,29 +27,31 @@ type teardownCase struct {
 	plugin string
 	base   string
 	code   int                                          // ADD's CNI error code
-	edit   func(o *Object, p Paths)                     // the configuration's fault
+	edit   func(o *jsontree.Object, p Paths)            // the configuration's fault
 	env    func(e *Env)                                 // the environment's fault
 	node   func(t *testing.T, w *world, p Paths) func() // the node's fault; returns its undo
 }
 
 var teardownCases = []teardownCase{
 	{name: "bridge name too long", plugin: "bridge", base: "l3-default", code: 7,
-		edit: func(o *Object, _ Paths) { o.Set("bridge", "fz-name-too-long-for-linux") }},
+		edit: func(o *jsontree.Object, _ Paths) { o.Set("bridge", "fz-name-too-long-for-linux") }},
 	{name: "ipam type is bridge itself", plugin: "bridge", base: "l3-default", code: 7,
-		edit: func(o *Object, _ Paths) { setIPAM(o, "type", "bridge") }},
+		edit: func(o *jsontree.Object, _ Paths) { setIPAM(o, "type", "bridge") }},
 	{name: "ipam plugin missing", plugin: "bridge", base: "l3-default", code: 7,
-		edit: func(o *Object, _ Paths) { setIPAM(o, "type", "fz-no-such-ipam") }},
+		edit: func(o *jsontree.Object, _ Paths) { setIPAM(o, "type", "fz-no-such-ipam") }},
 	{name: "netns of another kind", plugin: "bridge", base: "l3-default", code: 4,
 		env: func(e *Env) { e.NetNS = "/proc/self/ns/pid" }},
 	{name: "dataDir full", plugin: "bridge", base: "l3-default", code: 5, node: fullDataDir},
 	{name: "dataDir read-only", plugin: "bridge", base: "l3-default", code: 5, node: readOnlyDataDir},
 	{name: "index link planted", plugin: "bridge", base: "l3-default", code: 5, node: plantedIndexLink},
 	{name: "unknown sysctl", plugin: "tuning", base: "all-keys", code: 7,
-		edit: func(o *Object, _ Paths) { o.Set("sysctl", Obj("net.ipv4.conf.IFNAME.fz_no_such_key", "1")) }},
+		edit: func(o *jsontree.Object, _ Paths) {
+			o.Set("sysctl", jsontree.Obj("net.ipv4.conf.IFNAME.fz_no_such_key", "1"))
+		}},
 	{name: "tuning dataDir read-only", plugin: "tuning", base: "all-keys", code: 5, node: readOnlyDataDir},
 	{name: "unknown protocol", plugin: "portmap", base: "default", code: 7,
-		edit: func(o *Object, _ Paths) {
-			o.Set("runtimeConfig", Obj("portMappings", Arr(Obj("hostPort", 8080, "containerPort", 80, "protocol", "icmp"))))
+		edit: func(o *jsontree.Object, _ Paths) {
+			o.Set("runtimeConfig", jsontree.Obj("portMappings", jsontree.Arr(jsontree.Obj("hostPort", 8080, "containerPort", 80, "protocol", "icmp"))))
 		}},
 }
 
@@ -90,7 +93,7 @@ func (tc teardownCase) input(t *testing.T, p Paths, i int) Input {
 			tree = b.Tree(p)
 		}
 	}
-	o, ok := tree.(*Object)
+	o, ok := tree.(*jsontree.Object)
 	if !ok {
 		t.Fatalf("no base %s of %s", tc.base, tc.plugin)
 	}
@@ -101,12 +104,12 @@ func (tc teardownCase) input(t *testing.T, p Paths, i int) Input {
 	if tc.env != nil {
 		tc.env(&env)
 	}
-	return Input{Plugin: tc.plugin, Index: i, Base: tc.base, Config: Marshal(o), Env: env}
+	return Input{Plugin: tc.plugin, Index: i, Base: tc.base, Config: jsontree.Marshal(o), Env: env}
 }
 
-func setIPAM(o *Object, key string, v any) {
+func setIPAM(o *jsontree.Object, key string, v any) {
 	ipam, _ := o.Get("ipam")
-	if i, ok := ipam.(*Object); ok {
+	if i, ok := ipam.(*jsontree.Object); ok {
 		i.Set(key, v)
 	}
 }

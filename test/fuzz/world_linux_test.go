@@ -18,6 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/ns"
+	"cnisuite/test/fuzz/mutate"
+	"cnisuite/test/fuzz/protocol"
 	"cnisuite/test/sandbox"
 )
 
@@ -42,8 +44,8 @@ type world struct {
 func newWorld(t testing.TB, plugin string) *world {
 	t.Helper()
 	w := &world{t: t, plugin: plugin, bin: sandbox.Bin(t), dir: t.TempDir()}
-	if !UnderSafeRoot(w.dir) {
-		t.Fatalf("temporary directory %s is not under %v, where the sandbox mounts tmpfs: set TMPDIR", w.dir, SafeRoots)
+	if !mutate.UnderSafeRoot(w.dir) {
+		t.Fatalf("temporary directory %s is not under %v, where the sandbox mounts tmpfs: set TMPDIR", w.dir, mutate.SafeRoots)
 	}
 	w.node, w.ctr = sandbox.NewNS(t), sandbox.NewNS(t)
 	if err := w.node.Do(func() error { return setUp("lo") }); err != nil {
@@ -124,8 +126,8 @@ func (w *world) paths(index int) (Paths, string, error) {
 // exec runs verb of the plugin in the node namespace, as a runtime would:
 // environment, configuration on stdin, result on stdout. The process and
 // everything it starts form one process group, killed on timeout.
-func (w *world) exec(in Input, dir, verb string, stdin []byte) Outcome {
-	o := Outcome{Verb: verb}
+func (w *world) exec(in Input, dir, verb string, stdin []byte) protocol.Outcome {
+	o := protocol.Outcome{Verb: verb}
 	err := w.node.Do(func() error {
 		var stdout, stderr bytes.Buffer
 		cmd := exec.Command(filepath.Join(w.bin, in.Plugin))

@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/ns"
-	"cnisuite/test/fuzz"
+	"cnisuite/test/fuzz/protocol"
 	"cnisuite/test/sandbox"
 )
 
@@ -98,7 +98,7 @@ func TestMTUFromUplink(t *testing.T) {
 			// result schema.
 			if raw, err := c.res.Encode("1.1.0"); err != nil {
 				t.Error(err)
-			} else if err := fuzz.ValidateResult(raw, "1.1.0"); err != nil {
+			} else if err := protocol.ValidateResult(raw, "1.1.0"); err != nil {
 				t.Errorf("result %s: %v", raw, err)
 			}
 			if got := hostLink(t, br).Attrs().MTU; got != mtu {

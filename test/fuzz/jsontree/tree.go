@@ -1,4 +1,8 @@
-package fuzz
+// Package jsontree is the fuzzer's JSON tree: parsed and written back
+// keeping what encoding/json's map[string]any would lose (the order of
+// keys, duplicate keys, exact numbers), with the few helpers every part of
+// the fuzzer uses to name a place or a value in messages.
+package jsontree
 
 import (
 	"bytes"
@@ -33,7 +37,7 @@ type Array struct {
 func Obj(kv ...any) *Object {
 	o := &Object{}
 	for i := 0; i+1 < len(kv); i += 2 {
-		o.Fields = append(o.Fields, Field{Key: kv[i].(string), Value: norm(kv[i+1])})
+		o.Fields = append(o.Fields, Field{Key: kv[i].(string), Value: Norm(kv[i+1])})
 	}
 	return o
 }
@@ -42,13 +46,13 @@ func Obj(kv ...any) *Object {
 func Arr(items ...any) *Array {
 	a := &Array{}
 	for _, it := range items {
-		a.Items = append(a.Items, norm(it))
+		a.Items = append(a.Items, Norm(it))
 	}
 	return a
 }
 
-// norm turns Go ints into json.Number so that builders can use literals.
-func norm(v any) any {
+// Norm turns Go ints into json.Number so that builders can use literals.
+func Norm(v any) any {
 	switch x := v.(type) {
 	case int:
 		return json.Number(strconv.Itoa(x))
@@ -85,11 +89,11 @@ func (o *Object) Set(key string, v any) {
 	found := false
 	for i := range o.Fields {
 		if o.Fields[i].Key == key {
-			o.Fields[i].Value, found = norm(v), true
+			o.Fields[i].Value, found = Norm(v), true
 		}
 	}
 	if !found {
-		o.Fields = append(o.Fields, Field{Key: key, Value: norm(v)})
+		o.Fields = append(o.Fields, Field{Key: key, Value: Norm(v)})
 	}
 }
 
@@ -242,4 +246,47 @@ func Clone(v any) any {
 		return c
 	}
 	return v
+}
+
+// PathKey spells a key in a path: bare when it is a plain word, quoted
+// otherwise, cut after 40 bytes.
+func PathKey(k string) string {
+	if len(k) > 40 {
+		return strconv.Quote(k[:40]) + fmt.Sprintf("…(%d bytes)", len(k))
+	}
+	for _, r := range k {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return strconv.Quote(k)
+		}
+	}
+	if k == "" {
+		return `""`
+	}
+	return k
+}
+
+// TypeName names the JSON type of a tree value.
+func TypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number:
+		return "number"
+	case string:
+		return "string"
+	case *Array:
+		return "array"
+	}
+	return "object"
+}
+
+// Short describes a value in at most 60 bytes.
+func Short(v any) string {
+	s := string(Marshal(v))
+	if len(s) > 60 {
+		return fmt.Sprintf("%s… (%d bytes)", s[:60], len(s))
+	}
+	return s
 }

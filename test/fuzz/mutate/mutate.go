@@ -1,10 +1,17 @@
-package fuzz
+// Package mutate is the fuzzer's mutation engine: it changes a base
+// configuration on its JSON tree (keys dropped, values of another type,
+// odd numbers and strings, duplicate keys, deep nesting, ...) or on its
+// bytes, and refuses inputs that could reach outside the sandbox (Unsafe).
+// Its choices depend only on the random source it is given.
+package mutate
 
 import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
+
+	"cnisuite/test/fuzz/jsontree"
 )
 
 // treeMutation changes the tree at *root and describes what it did.
@@ -38,18 +45,27 @@ var treeMutations = []mutation{
 // text, what was done, in order, and why the text must not be run ("" when
 // it is safe: see Unsafe).
 func Mutate(r *rand.Rand, base any) (text []byte, done []string, unsafe string) {
-	root := Clone(base)
+	root := jsontree.Clone(base)
 	n := []int{1, 1, 1, 1, 1, 2, 2, 2, 3, 4}[r.IntN(10)]
 	for range n {
 		m := pickMutation(r)
 		done = append(done, m.name+": "+m.fn(r, &root))
 	}
-	text = Marshal(root)
+	text = jsontree.Marshal(root)
 	if r.IntN(6) != 0 {
 		return text, done, unsafeTree(root, 0, "")
 	}
 	text, what := flipBytes(r, text)
 	return text, append(done, "bytes: "+what), Unsafe(text)
+}
+
+// Kinds names the tree mutations, as Mutate's descriptions of them start.
+func Kinds() []string {
+	var out []string
+	for _, m := range treeMutations {
+		out = append(out, m.name)
+	}
+	return out
 }
 
 // pickMutation draws a tree mutation by weight.
@@ -96,7 +112,7 @@ func mutRetype(r *rand.Rand, root *any) string {
 	s := pick(r, root)
 	v := otherType(r, s.get())
 	s.set(v)
-	return fmt.Sprintf("%s = %s", s.path, short(v))
+	return fmt.Sprintf("%s = %s", s.path, jsontree.Short(v))
 }
 
 // mutNumber sets a value to an odd number.
@@ -112,7 +128,7 @@ func mutString(r *rand.Rand, root *any) string {
 	s := pick(r, root)
 	v := oddString(r)
 	s.set(v)
-	return fmt.Sprintf("%s = %s", s.path, short(v))
+	return fmt.Sprintf("%s = %s", s.path, jsontree.Short(v))
 }
 
 // mutDupKey repeats a field of some object, before or after itself, with
@@ -128,10 +144,10 @@ func mutDupKey(r *rand.Rand, root *any) string {
 		return "no object"
 	}
 	s := fields[r.IntN(len(fields))]
-	f := Field{Key: s.obj.Fields[s.field].Key, Value: otherValue(r, s.get())}
+	f := jsontree.Field{Key: s.obj.Fields[s.field].Key, Value: otherValue(r, s.get())}
 	at := s.field + r.IntN(2)
-	s.obj.Fields = append(s.obj.Fields[:at], append([]Field{f}, s.obj.Fields[at:]...)...)
-	return fmt.Sprintf("%s twice, other = %s", s.path, short(f.Value))
+	s.obj.Fields = append(s.obj.Fields[:at], append([]jsontree.Field{f}, s.obj.Fields[at:]...)...)
+	return fmt.Sprintf("%s twice, other = %s", s.path, jsontree.Short(f.Value))
 }
 
 // otherValue is a same-typed sibling value or a value of another type.
@@ -153,7 +169,7 @@ func otherValue(r *rand.Rand, v any) any {
 func mutListElem(r *rand.Rand, root *any) string {
 	var lists []slot
 	for _, s := range slots(root) {
-		if _, ok := s.get().(*Array); ok {
+		if _, ok := s.get().(*jsontree.Array); ok {
 			lists = append(lists, s)
 		}
 	}
@@ -161,34 +177,34 @@ func mutListElem(r *rand.Rand, root *any) string {
 		return "no list"
 	}
 	s := lists[r.IntN(len(lists))]
-	a := s.get().(*Array)
-	elem := []any{nil, oddNumber(r), Obj(), oddString(r), Arr(), Obj("x", nil)}[r.IntN(6)]
+	a := s.get().(*jsontree.Array)
+	elem := []any{nil, oddNumber(r), jsontree.Obj(), oddString(r), jsontree.Arr(), jsontree.Obj("x", nil)}[r.IntN(6)]
 	switch k := r.IntN(5); {
 	case k == 0 || len(a.Items) == 0:
 		a.Items = append(a.Items, elem)
-		return fmt.Sprintf("%s + %s", s.path, short(elem))
+		return fmt.Sprintf("%s + %s", s.path, jsontree.Short(elem))
 	case k == 1:
 		a.Items = a.Items[:0]
 		return s.path + " = []"
 	case k == 2:
 		n := []int{2, 10, 100}[r.IntN(3)]
 		for range n {
-			a.Items = append(a.Items, Clone(a.Items[0]))
+			a.Items = append(a.Items, jsontree.Clone(a.Items[0]))
 		}
 		return fmt.Sprintf("%s[0] repeated %d times", s.path, n)
 	default:
 		i := r.IntN(len(a.Items))
 		a.Items[i] = elem
-		return fmt.Sprintf("%s[%d] = %s", s.path, i, short(elem))
+		return fmt.Sprintf("%s[%d] = %s", s.path, i, jsontree.Short(elem))
 	}
 }
 
 // mutInterfaceIndex points the interface index of some address of a
 // (prev)result out of range, or at the wrong type.
 func mutInterfaceIndex(r *rand.Rand, root *any) string {
-	var ips []*Object
+	var ips []*jsontree.Object
 	for _, s := range slots(root) {
-		if o, ok := s.get().(*Object); ok && s.arr != nil && strings.HasSuffix(trimIndex(s.path), ".ips") {
+		if o, ok := s.get().(*jsontree.Object); ok && s.arr != nil && strings.HasSuffix(trimIndex(s.path), ".ips") {
 			ips = append(ips, o)
 		}
 	}
@@ -198,7 +214,7 @@ func mutInterfaceIndex(r *rand.Rand, root *any) string {
 	o := ips[r.IntN(len(ips))]
 	v := []any{-1, 3, 4, 99, json.Number("2147483648"), "2", 1.5, nil, json9}[r.IntN(9)]
 	o.Set("interface", v)
-	return fmt.Sprintf("an ips element's interface = %s", short(norm(v)))
+	return fmt.Sprintf("an ips element's interface = %s", jsontree.Short(jsontree.Norm(v)))
 }
 
 // json9 is an index far past any interface list, beyond int64.
@@ -237,7 +253,7 @@ func mutVersion(r *rand.Rand, root *any) string {
 func mutUnknownKey(r *rand.Rand, root *any) string {
 	var objs []slot
 	for _, s := range slots(root) {
-		if _, ok := s.get().(*Object); ok {
+		if _, ok := s.get().(*jsontree.Object); ok {
 			objs = append(objs, s)
 		}
 	}
@@ -245,15 +261,15 @@ func mutUnknownKey(r *rand.Rand, root *any) string {
 		return "no object"
 	}
 	s := objs[r.IntN(len(objs))]
-	o := s.get().(*Object)
+	o := s.get().(*jsontree.Object)
 	key := oddString(r)
 	var v any = otherType(r, nil)
 	if len(o.Fields) > 0 && r.IntN(2) == 0 {
 		f := o.Fields[r.IntN(len(o.Fields))]
 		key, v = flipCase(f.Key), otherValue(r, f.Value)
 	}
-	o.Fields = append(o.Fields, Field{Key: key, Value: v})
-	return fmt.Sprintf("%s.%s = %s", s.path, pathKey(key), short(v))
+	o.Fields = append(o.Fields, jsontree.Field{Key: key, Value: v})
+	return fmt.Sprintf("%s.%s = %s", s.path, jsontree.PathKey(key), jsontree.Short(v))
 }
 
 // flipCase turns a key to upper case, or to lower case when it has none.
@@ -268,17 +284,8 @@ func flipCase(s string) string {
 // realistic values meet the wrong keys.
 func mutTransplant(r *rand.Rand, root *any) string {
 	from := pick(r, root)
-	v := Clone(from.get())
+	v := jsontree.Clone(from.get())
 	to := pick(r, root)
 	to.set(v)
 	return fmt.Sprintf("%s = value of %s", to.path, from.path)
-}
-
-// short describes a value in at most 60 bytes.
-func short(v any) string {
-	s := string(Marshal(v))
-	if len(s) > 60 {
-		return fmt.Sprintf("%s… (%d bytes)", s[:60], len(s))
-	}
-	return s
 }

@@ -1,4 +1,4 @@
-package fuzz
+package mutate
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"cnisuite/test/fuzz/jsontree"
 )
 
 // PlaceholderRoot holds the fixed paths inputs are mutated with (see
@@ -69,13 +71,13 @@ func unsafeTree(v any, depth int, key string) string {
 		if depth >= 2 && strings.EqualFold(key, "type") && x == "bridge" {
 			return "a nested type names the bridge plugin, which would delegate to itself without end"
 		}
-	case *Array:
+	case *jsontree.Array:
 		for _, it := range x.Items {
 			if why := unsafeTree(it, depth+1, ""); why != "" {
 				return why
 			}
 		}
-	case *Object:
+	case *jsontree.Object:
 		for _, f := range x.Fields {
 			if why := unsafePath(f.Key); why != "" {
 				return why

@@ -1,17 +1,18 @@
-package fuzz
+package mutate
 
 import (
 	"fmt"
-	"strconv"
+
+	"cnisuite/test/fuzz/jsontree"
 )
 
 // slot is one place in a tree that holds a value: a field of an object, an
 // item of an array, or the root.
 type slot struct {
 	path  string
-	obj   *Object
+	obj   *jsontree.Object
 	field int
-	arr   *Array
+	arr   *jsontree.Array
 	item  int
 	root  *any
 	depth int
@@ -28,7 +29,7 @@ func (s slot) get() any {
 }
 
 func (s slot) set(v any) {
-	v = norm(v)
+	v = jsontree.Norm(v)
 	switch {
 	case s.obj != nil:
 		s.obj.Fields[s.field].Value = v
@@ -52,6 +53,20 @@ func (s slot) remove() {
 	}
 }
 
+// Drop returns a copy of tree without its place i, counted as the
+// mutations count places (root first, in document order; a dropped root
+// becomes null), and false when the tree has no place i: the fuzzer's
+// minimizer drops them one at a time.
+func Drop(tree any, i int) (any, bool) {
+	c := jsontree.Clone(tree)
+	all := slots(&c)
+	if i >= len(all) {
+		return nil, false
+	}
+	all[i].remove()
+	return c, true
+}
+
 // slots lists every place of the tree rooted at *root, root first, in
 // document order.
 func slots(root *any) []slot {
@@ -68,13 +83,13 @@ func walkSlots(v any, path string, depth int, out []slot) []slot {
 		return out
 	}
 	switch x := v.(type) {
-	case *Object:
+	case *jsontree.Object:
 		for i, f := range x.Fields {
-			p := path + "." + pathKey(f.Key)
+			p := path + "." + jsontree.PathKey(f.Key)
 			out = append(out, slot{path: p, obj: x, field: i, depth: depth})
 			out = walkSlots(f.Value, p, depth+1, out)
 		}
-	case *Array:
+	case *jsontree.Array:
 		for i, it := range x.Items {
 			p := fmt.Sprintf("%s[%d]", path, i)
 			out = append(out, slot{path: p, arr: x, item: i, depth: depth})
@@ -82,23 +97,6 @@ func walkSlots(v any, path string, depth int, out []slot) []slot {
 		}
 	}
 	return out
-}
-
-// pathKey spells a key in a path: bare when it is a plain word, quoted
-// otherwise, cut after 40 bytes.
-func pathKey(k string) string {
-	if len(k) > 40 {
-		return strconv.Quote(k[:40]) + fmt.Sprintf("…(%d bytes)", len(k))
-	}
-	for _, r := range k {
-		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return strconv.Quote(k)
-		}
-	}
-	if k == "" {
-		return `""`
-	}
-	return k
 }
 
 // find returns the slots whose path is exactly one of paths.

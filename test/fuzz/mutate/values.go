@@ -1,9 +1,11 @@
-package fuzz
+package mutate
 
 import (
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
+
+	"cnisuite/test/fuzz/jsontree"
 )
 
 // oddNumbers are the numbers decoders and range checks get wrong: zero,
@@ -103,33 +105,16 @@ func otherType(r *rand.Rand, v any) any {
 		case 3:
 			c = oddString(r)
 		case 4:
-			c = Arr(Clone(v))
+			c = jsontree.Arr(jsontree.Clone(v))
 		case 5:
-			c = &Array{Items: []any{}}
+			c = &jsontree.Array{Items: []any{}}
 		default:
-			c = Obj("x", Clone(v))
+			c = jsontree.Obj("x", jsontree.Clone(v))
 		}
-		if jsonType(c) != jsonType(v) {
+		if jsontree.TypeName(c) != jsontree.TypeName(v) {
 			return c
 		}
 	}
-}
-
-// jsonType names the JSON type of a tree value.
-func jsonType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case json.Number:
-		return "number"
-	case string:
-		return "string"
-	case *Array:
-		return "array"
-	}
-	return "object"
 }
 
 // deep returns v nested depth times in arrays or objects.
@@ -138,9 +123,9 @@ func deep(r *rand.Rand, depth int) any {
 	obj := r.IntN(2) == 0
 	for range depth {
 		if obj {
-			v = &Object{Fields: []Field{{Key: "a", Value: v}}}
+			v = &jsontree.Object{Fields: []jsontree.Field{{Key: "a", Value: v}}}
 		} else {
-			v = &Array{Items: []any{v}}
+			v = &jsontree.Array{Items: []any{v}}
 		}
 	}
 	return v

@@ -1,4 +1,7 @@
-package fuzz
+// Package protocol judges what a plugin printed for one verb as a runtime
+// would: no Go stack, one well-formed error object on failure, and a
+// result valid against the result schema of the configuration's version.
+package protocol
 
 import (
 	"bytes"
@@ -6,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"cnisuite/test/fuzz/jsontree"
 )
 
 // Outcome is what one plugin process did.
@@ -68,13 +73,13 @@ func CheckProtocol(o Outcome, want string) []string {
 // numeric code, a string msg and a string cniVersion, and that it is not
 // the mark of a recovered panic.
 func checkErrorObject(stdout []byte) []string {
-	tree, err := Parse(stdout)
+	tree, err := jsontree.Parse(stdout)
 	if err != nil {
 		return []string{fmt.Sprintf("failure without exactly one JSON error object on stdout: %v", err)}
 	}
-	o, ok := tree.(*Object)
+	o, ok := tree.(*jsontree.Object)
 	if !ok {
-		return []string{fmt.Sprintf("failure printed a JSON %s, want an error object", jsonType(tree))}
+		return []string{fmt.Sprintf("failure printed a JSON %s, want an error object", jsontree.TypeName(tree))}
 	}
 	var bad []string
 	v := &validator{}

@@ -1,4 +1,4 @@
-package fuzz
+package protocol
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"net"
 	"regexp"
 	"strconv"
+
+	"cnisuite/test/fuzz/jsontree"
 )
 
 // The result schema (CNI's result.json, draft 2020-12) in Go: every
@@ -26,14 +28,14 @@ var (
 // ValidateResult checks an ADD result printed for a configuration at
 // version want and returns every problem found, joined.
 func ValidateResult(out []byte, want string) error {
-	tree, err := Parse(out)
+	tree, err := jsontree.Parse(out)
 	if err != nil {
 		return fmt.Errorf("result is not one JSON value: %w", err)
 	}
 	v := &validator{}
-	root, ok := tree.(*Object)
+	root, ok := tree.(*jsontree.Object)
 	if !ok {
-		return fmt.Errorf("result is a JSON %s, want an object", jsonType(tree))
+		return fmt.Errorf("result is a JSON %s, want an object", jsontree.TypeName(tree))
 	}
 	v.noDuplicates("$", root)
 	ver, ok := v.str("$.cniVersion", root, "cniVersion", true)
@@ -63,16 +65,16 @@ func (v *validator) fail(format string, a ...any) {
 // noDuplicates reports keys given twice anywhere in the tree.
 func (v *validator) noDuplicates(path string, x any) {
 	switch t := x.(type) {
-	case *Object:
+	case *jsontree.Object:
 		seen := map[string]bool{}
 		for _, f := range t.Fields {
 			if seen[f.Key] {
 				v.fail("%s: key %q given twice", path, f.Key)
 			}
 			seen[f.Key] = true
-			v.noDuplicates(path+"."+pathKey(f.Key), f.Value)
+			v.noDuplicates(path+"."+jsontree.PathKey(f.Key), f.Value)
 		}
-	case *Array:
+	case *jsontree.Array:
 		for i, it := range t.Items {
 			v.noDuplicates(fmt.Sprintf("%s[%d]", path, i), it)
 		}
@@ -81,7 +83,7 @@ func (v *validator) noDuplicates(path string, x any) {
 
 // str returns the string field key of o; a field of another type, or a
 // missing required one, is reported.
-func (v *validator) str(path string, o *Object, key string, required bool) (string, bool) {
+func (v *validator) str(path string, o *jsontree.Object, key string, required bool) (string, bool) {
 	x, ok := o.Get(key)
 	if !ok {
 		if required {
@@ -91,14 +93,14 @@ func (v *validator) str(path string, o *Object, key string, required bool) (stri
 	}
 	s, ok := x.(string)
 	if !ok {
-		v.fail("%s: a JSON %s, want a string", path, jsonType(x))
+		v.fail("%s: a JSON %s, want a string", path, jsontree.TypeName(x))
 	}
 	return s, ok
 }
 
 // integer checks the integer field key of o against [min, max] (max < min:
 // no maximum) and returns it.
-func (v *validator) integer(path string, o *Object, key string, min, max float64) (float64, bool) {
+func (v *validator) integer(path string, o *jsontree.Object, key string, min, max float64) (float64, bool) {
 	x, ok := o.Get(key)
 	if !ok {
 		return 0, false
@@ -106,7 +108,7 @@ func (v *validator) integer(path string, o *Object, key string, min, max float64
 	n, isNum := x.(json.Number)
 	f, err := strconv.ParseFloat(string(n), 64)
 	if !isNum || err != nil || f != math.Trunc(f) {
-		v.fail("%s: %s, want an integer", path, short(x))
+		v.fail("%s: %s, want an integer", path, jsontree.Short(x))
 		return 0, false
 	}
 	if f < min || (max >= min && f > max) {
@@ -118,14 +120,14 @@ func (v *validator) integer(path string, o *Object, key string, min, max float64
 
 // list returns the items of the array field key of o, each of which must
 // be an object when objects is set.
-func (v *validator) list(path string, o *Object, key string) ([]any, bool) {
+func (v *validator) list(path string, o *jsontree.Object, key string) ([]any, bool) {
 	x, ok := o.Get(key)
 	if !ok {
 		return nil, false
 	}
-	a, ok := x.(*Array)
+	a, ok := x.(*jsontree.Array)
 	if !ok {
-		v.fail("%s: a JSON %s, want an array", path, jsonType(x))
+		v.fail("%s: a JSON %s, want an array", path, jsontree.TypeName(x))
 		return nil, false
 	}
 	return a.Items, true
@@ -133,26 +135,26 @@ func (v *validator) list(path string, o *Object, key string) ([]any, bool) {
 
 // objects returns the items of the array field key of o, each of which
 // must be an object.
-func (v *validator) objects(path string, o *Object, key string) []*Object {
+func (v *validator) objects(path string, o *jsontree.Object, key string) []*jsontree.Object {
 	items, _ := v.list(path, o, key)
-	var out []*Object
+	var out []*jsontree.Object
 	for i, it := range items {
-		if obj, ok := it.(*Object); ok {
+		if obj, ok := it.(*jsontree.Object); ok {
 			out = append(out, obj)
 		} else {
-			v.fail("%s[%d]: a JSON %s, want an object", path, i, jsonType(it))
-			out = append(out, &Object{})
+			v.fail("%s[%d]: a JSON %s, want an object", path, i, jsontree.TypeName(it))
+			out = append(out, &jsontree.Object{})
 		}
 	}
 	return out
 }
 
 // strings checks that the array field key of o holds only strings.
-func (v *validator) strings(path string, o *Object, key string) {
+func (v *validator) strings(path string, o *jsontree.Object, key string) {
 	items, _ := v.list(path, o, key)
 	for i, it := range items {
 		if _, ok := it.(string); !ok {
-			v.fail("%s[%d]: a JSON %s, want a string", path, i, jsonType(it))
+			v.fail("%s[%d]: a JSON %s, want a string", path, i, jsontree.TypeName(it))
 		}
 	}
 }

@@ -1,12 +1,14 @@
-package fuzz
+package protocol
 
 import (
 	"fmt"
 	"net"
+
+	"cnisuite/test/fuzz/jsontree"
 )
 
 // result checks a result of spec 0.3.0 or later against the schema.
-func (v *validator) result(root *Object) {
+func (v *validator) result(root *jsontree.Object) {
 	ifaces := v.objects("$.interfaces", root, "interfaces")
 	for i, o := range ifaces {
 		v.iface(fmt.Sprintf("$.interfaces[%d]", i), o)
@@ -21,7 +23,7 @@ func (v *validator) result(root *Object) {
 }
 
 // iface checks the schema's Interface.
-func (v *validator) iface(path string, o *Object) {
+func (v *validator) iface(path string, o *jsontree.Object) {
 	v.str(path+".name", o, "name", true)
 	if mac, ok := v.str(path+".mac", o, "mac", false); ok && !macPattern.MatchString(mac) {
 		v.fail("%s.mac %q does not match %s", path, mac, macPattern)
@@ -34,7 +36,7 @@ func (v *validator) iface(path string, o *Object) {
 
 // ipConfig checks the schema's IPConfig; the interface index must point
 // into the result's interfaces (spec).
-func (v *validator) ipConfig(path string, o *Object, nIfaces int) {
+func (v *validator) ipConfig(path string, o *jsontree.Object, nIfaces int) {
 	addr, ok := v.str(path+".address", o, "address", true)
 	v.cidr(path+".address", addr, ok)
 	gw, ok := v.str(path+".gateway", o, "gateway", false)
@@ -51,7 +53,7 @@ func (v *validator) ipConfig(path string, o *Object, nIfaces int) {
 }
 
 // route checks the schema's Route.
-func (v *validator) route(path string, o *Object) {
+func (v *validator) route(path string, o *jsontree.Object) {
 	dst, ok := v.str(path+".dst", o, "dst", true)
 	v.cidr(path+".dst", dst, ok)
 	gw, ok := v.str(path+".gw", o, "gw", false)
@@ -61,14 +63,14 @@ func (v *validator) route(path string, o *Object) {
 }
 
 // dns checks the schema's DNS.
-func (v *validator) dns(path string, parent *Object) {
+func (v *validator) dns(path string, parent *jsontree.Object) {
 	x, ok := parent.Get("dns")
 	if !ok {
 		return
 	}
-	o, ok := x.(*Object)
+	o, ok := x.(*jsontree.Object)
 	if !ok {
-		v.fail("%s: a JSON %s, want an object", path, jsonType(x))
+		v.fail("%s: a JSON %s, want an object", path, jsontree.TypeName(x))
 		return
 	}
 	v.strings(path+".nameservers", o, "nameservers")
@@ -79,15 +81,15 @@ func (v *validator) dns(path string, parent *Object) {
 
 // oldResult checks the 0.1.0/0.2.0 shape: ip4 and ip6 objects with ip,
 // gateway and routes, and dns.
-func (v *validator) oldResult(root *Object) {
+func (v *validator) oldResult(root *jsontree.Object) {
 	for _, fam := range []string{"ip4", "ip6"} {
 		x, ok := root.Get(fam)
 		if !ok {
 			continue
 		}
-		o, ok := x.(*Object)
+		o, ok := x.(*jsontree.Object)
 		if !ok {
-			v.fail("$.%s: a JSON %s, want an object", fam, jsonType(x))
+			v.fail("$.%s: a JSON %s, want an object", fam, jsontree.TypeName(x))
 			continue
 		}
 		path := "$." + fam
