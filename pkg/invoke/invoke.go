@@ -16,6 +16,7 @@ import (
 
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
+	"cnisuite/pkg/undo"
 )
 
 // Find returns the path of the plugin named pluginType in the directories
@@ -61,6 +62,25 @@ func DelegateAdd(ctx context.Context, a *skel.CmdArgs, pluginType string, netcon
 		return nil, fmt.Errorf("result of %s: %w", pluginType, err)
 	}
 	return r, nil
+}
+
+// AddIPAM runs ADD on the IPAM plugin pluginType and pushes its release
+// (DEL, run even after ctx ends) on u. A result without addresses, or one
+// the configuration's cniVersion cannot express, is an error; the lease
+// is then released with the rest of u.
+func AddIPAM(ctx context.Context, a *skel.CmdArgs, pluginType, cniVersion string, u *undo.Stack) (*types.Result, error) {
+	res, err := DelegateAdd(ctx, a, pluginType, a.StdinData)
+	if err != nil {
+		return nil, fmt.Errorf("ipam %q: %w", pluginType, err)
+	}
+	u.Push("IPAM ADD", func() error { return DelegateDel(context.WithoutCancel(ctx), a, pluginType, a.StdinData) })
+	if len(res.IPs) == 0 {
+		return nil, types.Errorf(types.ErrInvalidConfig, "ipam %q: IPAM plugin returned missing IP config", pluginType)
+	}
+	if err := (&types.Result{IPs: res.IPs}).Expressible(cniVersion); err != nil {
+		return nil, fmt.Errorf("ipam %q: %w", pluginType, err)
+	}
+	return res, nil
 }
 
 // DelegateCheck runs CHECK on the delegate.

@@ -13,6 +13,7 @@ import (
 
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
+	"cnisuite/pkg/undo"
 )
 
 // writePlugin writes an executable shell script standing in for a plugin.
@@ -125,5 +126,30 @@ func TestDelegateTextBusy(t *testing.T) {
 	time.AfterFunc(300*time.Millisecond, func() { f.Close() })
 	if _, err := Delegate(context.Background(), cmdArgs(dir, nil), "DEL", "busy", []byte(`{}`)); err != nil {
 		t.Errorf("Delegate with the write ending during the retries = %v, want success", err)
+	}
+}
+
+// AddIPAM pushes the lease's release as soon as the IPAM plugin granted
+// one, so that a result ADD cannot use (no address) is released by the
+// caller's undo.
+func TestAddIPAMPushesRelease(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "calls")
+	writePlugin(t, dir, "ipam", `echo "$CNI_COMMAND" >>`+log+`
+[ "$CNI_COMMAND" = ADD ] && echo '{"cniVersion":"1.0.0","ips":[]}'
+exit 0`)
+	var stderr bytes.Buffer
+	a := cmdArgs(dir, &stderr)
+	a.StdinData = []byte(`{"cniVersion":"1.0.0","name":"n1"}`)
+	var u undo.Stack
+	if _, err := AddIPAM(context.Background(), a, "ipam", "1.0.0", &u); !errors.Is(err, types.ErrInvalidConfig) ||
+		!strings.Contains(err.Error(), "missing IP config") {
+		t.Fatalf("AddIPAM of a result without addresses = %v, want invalid config", err)
+	}
+	if err := u.Run(); err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	if calls, _ := os.ReadFile(log); string(calls) != "ADD\nDEL\n" {
+		t.Errorf("IPAM plugin calls %q, want ADD then its release (DEL)", calls)
 	}
 }

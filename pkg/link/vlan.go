@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"cnisuite/pkg/types"
 )
 
 // VlanEntry is one VLAN of a bridge port, as `bridge vlan add` takes it.
@@ -109,6 +111,34 @@ func vlanString(v VlanEntry, ok bool) string {
 		s = "PVID " + s
 	}
 	return s
+}
+
+// TrunkEntry is one element of a vlanTrunk list as a configuration gives
+// it: a single id, a minID..maxID range, or both.
+type TrunkEntry struct {
+	ID    *int `json:"id,omitempty"`
+	MinID *int `json:"minID,omitempty"`
+	MaxID *int `json:"maxID,omitempty"`
+}
+
+// ValidateVlans checks an access VLAN (vlan, 0 for none) and a vlanTrunk
+// list, and returns the trunk's VLAN IDs sorted and without duplicates.
+// Its errors are invalid configuration (code 7), every one at once,
+// naming vlan or vlanTrunk[i].
+func ValidateVlans(vlan int, trunk []TrunkEntry) ([]int, error) {
+	var errs []error
+	if vlan < 0 || vlan > 4094 {
+		errs = append(errs, types.Errorf(types.ErrInvalidConfig, "vlan: invalid VLAN ID %d (must be between 0 and 4094)", vlan))
+	}
+	var ids []int
+	for i, e := range trunk {
+		got, err := TrunkIDs(e.ID, e.MinID, e.MaxID)
+		if err != nil {
+			errs = append(errs, types.Errorf(types.ErrInvalidConfig, "vlanTrunk[%d]: %w", i, err))
+		}
+		ids = append(ids, got...)
+	}
+	return SortedVlanIDs(ids), errors.Join(errs...)
 }
 
 // TrunkIDs returns the VLAN IDs of one vlanTrunk entry: a single id, a

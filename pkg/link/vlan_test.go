@@ -1,10 +1,14 @@
 package link
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"cnisuite/pkg/types"
 )
 
 func TestPlanPortVlans(t *testing.T) {
@@ -84,5 +88,18 @@ func TestTrunkIDs(t *testing.T) {
 		if _, err := TrunkIDs(tt.id, tt.min, tt.max); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("TrunkIDs(%v, %v, %v) = %v, want an error containing %q", tt.id, tt.min, tt.max, err, tt.want)
 		}
+	}
+}
+
+func TestValidateVlans(t *testing.T) {
+	n := func(v int) *int { return &v }
+	ids, err := ValidateVlans(5, []TrunkEntry{{ID: n(20)}, {MinID: n(5), MaxID: n(7)}, {ID: n(6)}})
+	if err != nil || !slices.Equal(ids, []int{5, 6, 7, 20}) {
+		t.Errorf("ValidateVlans(valid) = %v, %v, want [5 6 7 20]", ids, err)
+	}
+	_, err = ValidateVlans(4095, []TrunkEntry{{ID: n(1)}, {MinID: n(3)}})
+	if !errors.Is(err, types.ErrInvalidConfig) || !strings.Contains(err.Error(), "vlan: invalid VLAN ID 4095") ||
+		!strings.Contains(err.Error(), "vlanTrunk[1]: minID and maxID") {
+		t.Errorf("ValidateVlans(4095, a range without maxID) = %v, want code 7 naming vlan and vlanTrunk[1]", err)
 	}
 }

@@ -142,19 +142,10 @@ func (at *attach) sequence(ctx context.Context, steps ...func(context.Context) e
 // runIPAM delegates to the IPAM plugin, registers its release, and fills
 // the addresses, gateways and routes of the result.
 func (at *attach) runIPAM(ctx context.Context) error {
-	a, conf := at.args, at.conf
-	ipamRes, err := invoke.DelegateAdd(ctx, a, conf.IPAM.Type, a.StdinData)
+	conf := at.conf
+	ipamRes, err := invoke.AddIPAM(ctx, at.args, conf.IPAM.Type, conf.CNIVersion, &at.undo)
 	if err != nil {
-		return fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err)
-	}
-	at.undo.Push("IPAM ADD", func() error {
-		return invoke.DelegateDel(context.WithoutCancel(ctx), a, conf.IPAM.Type, a.StdinData)
-	})
-	if len(ipamRes.IPs) == 0 {
-		return types.Errorf(types.ErrInvalidConfig, "ipam %q: IPAM plugin returned missing IP config", conf.IPAM.Type)
-	}
-	if err := (&types.Result{IPs: ipamRes.IPs}).Expressible(conf.CNIVersion); err != nil {
-		return fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err)
+		return err
 	}
 	at.res.IPs, at.res.Routes, at.res.DNS = ipamRes.IPs, ipamRes.Routes, ipamRes.DNS
 	for _, ip := range at.res.IPs {

@@ -17,22 +17,22 @@ const defaultBridge = "cni0"
 // NetConf is the bridge plugin's network configuration.
 type NetConf struct {
 	types.NetConf
-	BrName                    string       `json:"bridge"`
-	IsGW                      bool         `json:"isGateway"`
-	IsDefaultGW               bool         `json:"isDefaultGateway"`
-	ForceAddress              bool         `json:"forceAddress"`
-	IPMasq                    bool         `json:"ipMasq"`
-	IPMasqBackend             *string      `json:"ipMasqBackend,omitempty"`
-	MTU                       int          `json:"mtu"`
-	HairpinMode               bool         `json:"hairpinMode"`
-	PromiscMode               bool         `json:"promiscMode"`
-	Vlan                      int          `json:"vlan"`
-	VlanTrunk                 []TrunkEntry `json:"vlanTrunk,omitempty"`
-	PreserveDefaultVlan       bool         `json:"preserveDefaultVlan"`
-	MacSpoofChk               bool         `json:"macspoofchk"`
-	EnableDad                 bool         `json:"enabledad"`
-	DisableContainerInterface bool         `json:"disableContainerInterface"`
-	PortIsolation             bool         `json:"portIsolation"`
+	BrName                    string            `json:"bridge"`
+	IsGW                      bool              `json:"isGateway"`
+	IsDefaultGW               bool              `json:"isDefaultGateway"`
+	ForceAddress              bool              `json:"forceAddress"`
+	IPMasq                    bool              `json:"ipMasq"`
+	IPMasqBackend             *string           `json:"ipMasqBackend,omitempty"`
+	MTU                       int               `json:"mtu"`
+	HairpinMode               bool              `json:"hairpinMode"`
+	PromiscMode               bool              `json:"promiscMode"`
+	Vlan                      int               `json:"vlan"`
+	VlanTrunk                 []link.TrunkEntry `json:"vlanTrunk,omitempty"`
+	PreserveDefaultVlan       bool              `json:"preserveDefaultVlan"`
+	MacSpoofChk               bool              `json:"macspoofchk"`
+	EnableDad                 bool              `json:"enabledad"`
+	DisableContainerInterface bool              `json:"disableContainerInterface"`
+	PortIsolation             bool              `json:"portIsolation"`
 	// ICC (bool) and Isolate (false, true or "strict") are decoded by
 	// validateIsolation into noICC and isolateMode.
 	ICC     json.RawMessage `json:"icc,omitempty"`
@@ -65,13 +65,6 @@ type NetConf struct {
 	noICC         bool
 	isolateMode   string
 	filterIngress bool
-}
-
-// TrunkEntry is one element of vlanTrunk: a single id or a minID..maxID range.
-type TrunkEntry struct {
-	ID    *int `json:"id,omitempty"`
-	MinID *int `json:"minID,omitempty"`
-	MaxID *int `json:"maxID,omitempty"`
 }
 
 // loadConf decodes the configuration, applies defaults, picks the container
@@ -157,30 +150,18 @@ func (c *NetConf) validate() error {
 	return errors.Join(errs...)
 }
 
-// validateVlans checks vlan and vlanTrunk and fills trunkIDs.
+// validateVlans checks vlan and vlanTrunk (link.ValidateVlans), fills
+// trunkIDs, and checks the name of the VLAN's gateway interface.
 func (c *NetConf) validateVlans() error {
-	var errs []error
-	if c.Vlan < 0 || c.Vlan > 4094 {
-		errs = append(errs, types.Errorf(types.ErrInvalidConfig, "vlan: invalid VLAN ID %d (must be between 0 and 4094)", c.Vlan))
-	}
-	var ids []int
-	for i, e := range c.VlanTrunk {
-		got, err := e.ids()
-		if err != nil {
-			errs = append(errs, types.Errorf(types.ErrInvalidConfig, "vlanTrunk[%d]: %w", i, err))
-		}
-		ids = append(ids, got...)
-	}
-	c.trunkIDs = link.SortedVlanIDs(ids)
+	ids, err := link.ValidateVlans(c.Vlan, c.VlanTrunk)
+	c.trunkIDs = ids
 	if c.Vlan > 0 && len(c.VlanGatewayName()) > types.MaxIfNameLen && c.IsGW && c.hasIPAM() {
-		errs = append(errs, types.Errorf(types.ErrInvalidConfig,
+		err = errors.Join(err, types.Errorf(types.ErrInvalidConfig,
 			"bridge %q with vlan %d: the gateway interface name %q is longer than %d bytes",
 			c.BrName, c.Vlan, c.VlanGatewayName(), types.MaxIfNameLen))
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // VlanGatewayName is the host interface carrying a VLAN's gateway address.
 func (c *NetConf) VlanGatewayName() string { return link.VlanGatewayName(c.BrName, c.Vlan) }
-
-func (e TrunkEntry) ids() ([]int, error) { return link.TrunkIDs(e.ID, e.MinID, e.MaxID) }
