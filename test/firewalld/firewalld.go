@@ -60,8 +60,9 @@ const startWait = 60 * time.Second
 // Start starts a bus and firewalld in the network namespace at netnsPath,
 // waits until firewalld answers, and stops both when the test ends. The
 // test fails (not skips) when firewalld is not installed and
-// CNISUITE_REQUIRE_PRIVILEGED is 1.
-func Start(t testing.TB, netnsPath string) *Daemon {
+// CNISUITE_REQUIRE_PRIVILEGED is 1. Each of settings ("FirewallBackend=iptables")
+// replaces that key's line of the copy of firewalld.conf.
+func Start(t testing.TB, netnsPath string, settings ...string) *Daemon {
 	t.Helper()
 	sandbox.Require(t)
 	for _, tool := range []string{"dbus-daemon", "firewalld", "firewall-cmd"} {
@@ -91,6 +92,7 @@ func Start(t testing.TB, netnsPath string) *Daemon {
 	if out, err := exec.Command("cp", "-a", "/etc/firewalld", sysconf).CombinedOutput(); err != nil {
 		t.Fatalf("copying /etc/firewalld: %v\n%s", err, out)
 	}
+	configure(t, filepath.Join(sysconf, "firewalld.conf"), settings)
 	fw := exec.Command("nsenter", "--net="+netnsPath, "--", "firewalld", "--nofork", "--nopid",
 		"--system-config", sysconf, "--log-target", "file", "--log-file", d.log)
 	fw.Env = append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+d.busAddr)
@@ -159,4 +161,33 @@ func (d *Daemon) BusAddress() string { return d.busAddr }
 func (d *Daemon) Log() string {
 	data, _ := os.ReadFile(d.log)
 	return string(data)
+}
+
+// configure sets each "Key=Value" of settings in the firewalld.conf at
+// path: the key's line is replaced, or the setting appended.
+func configure(t testing.TB, path string, settings []string) {
+	t.Helper()
+	if len(settings) == 0 {
+		return
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	for _, set := range settings {
+		key, _, _ := strings.Cut(set, "=")
+		found := false
+		for i, l := range lines {
+			if strings.HasPrefix(l, key+"=") {
+				lines[i], found = set, true
+			}
+		}
+		if !found {
+			lines = append(lines, set)
+		}
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -85,11 +85,11 @@ func watchReset(t *testing.T, backend string, r reset, i int) {
 	n.wantNothingLeft(t, pod)
 }
 
-// startWatch runs `cnisuite watch` until the test ends and waits until it
-// says it is watching.
-func startWatch(t *testing.T, tool string) {
+// startWatch runs `cnisuite watch` (with args) until the test ends, waits
+// until it says it is watching, and returns that line.
+func startWatch(t *testing.T, tool string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(tool, "watch")
+	cmd := exec.Command(tool, append([]string{"watch"}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,9 @@ func startWatch(t *testing.T, tool string) {
 		if !strings.Contains(l, "watching") || !strings.Contains(l, "nftables events") || !strings.Contains(l, "netconf events") {
 			t.Fatalf("cnisuite watch: %q, want it watching nftables and netconf events", l)
 		}
+		return l
 	case <-time.After(30 * time.Second):
 		t.Fatalf("cnisuite watch did not start: %s", stderr.String())
 	}
+	return ""
 }
