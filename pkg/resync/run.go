@@ -19,6 +19,7 @@ import (
 
 	"cnisuite/pkg/helper"
 	"cnisuite/pkg/records"
+	"cnisuite/pkg/sysctlkeep"
 )
 
 // Plugins are the plugins that write records.
@@ -70,12 +71,34 @@ func Run(ctx context.Context, o Options, out io.Writer) ([]Outcome, error) {
 	}
 	errs = append(errs, jobErrs...)
 	summarize(out, all, o.DryRun)
+	if o.Root == "" { // the node's records: its holds and /run/sysctl.d too
+		oc, err := restoreSysctlFile(out, o.DryRun)
+		errs = append(errs, err)
+		all = append(all, oc...)
+	}
 	for _, oc := range all {
 		if oc.Error != "" {
 			errs = append(errs, fmt.Errorf("%w: %s %s/%s/%s: %s", ErrFailed, oc.Plugin, oc.Network, oc.ContainerID, oc.IfName, oc.Error))
 		}
 	}
 	return all, errors.Join(errs...)
+}
+
+// restoreSysctlFile writes /run/sysctl.d's file of the held sysctls again
+// when another program removed or changed it (after the helpers, whose
+// repairs may hold keys again), and prints a line when it does.
+func restoreSysctlFile(out io.Writer, dryRun bool) ([]Outcome, error) {
+	changed, err := sysctlkeep.Keeper{}.Restore(dryRun)
+	if err != nil || !changed {
+		return nil, err
+	}
+	path := filepath.Join(sysctlkeep.SysctlDir, sysctlkeep.FileName)
+	verb := "written again"
+	if dryRun {
+		verb = "to write again"
+	}
+	fmt.Fprintf(out, "%s: %s (it no longer listed the sysctls held)\n", path, verb)
+	return []Outcome{{Plugin: "sysctlkeep", Missing: []string{path}, Repaired: !dryRun}}, nil
 }
 
 // byBinary returns plugin's records as "network/file", by the binary that

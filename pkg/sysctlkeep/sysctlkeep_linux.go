@@ -25,6 +25,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -161,9 +163,31 @@ func releaseIn(holds *statedir.Dir, key, holder string) (emptied bool, err error
 // rewrite writes the file from the keys held, atomically, or removes it
 // when none is.
 func (k Keeper) rewrite(holds *statedir.Dir) error {
-	keys, err := holds.List()
+	text, err := heldText(holds)
 	if err != nil {
 		return err
+	}
+	sysctlDir, _ := k.dirs()
+	out, err := statedir.OpenRoot(sysctlDir, true, 0o755)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if text == "" {
+		return out.Remove(FileName)
+	}
+	tmp := "." + FileName + ".tmp"
+	if err := errors.Join(out.Remove(tmp), out.CreateNew(tmp, []byte(text))); err != nil {
+		return err
+	}
+	return out.Rename(tmp, FileName, 0)
+}
+
+// heldText is the file's text for the keys held, "" when none is.
+func heldText(holds *statedir.Dir) (string, error) {
+	keys, err := holds.List()
+	if err != nil {
+		return "", err
 	}
 	var lines []string
 	for _, e := range keys {
@@ -172,23 +196,40 @@ func (k Keeper) rewrite(holds *statedir.Dir) error {
 			lines = append(lines, key+" = "+value)
 		}
 	}
-	sort.Strings(lines)
-	sysctlDir, _ := k.dirs()
-	out, err := statedir.OpenRoot(sysctlDir, true, 0o755)
-	if err != nil {
-		return err
-	}
-	defer out.Close()
 	if len(lines) == 0 {
-		return out.Remove(FileName)
+		return "", nil
 	}
-	text := "# Written by the cnisuite CNI plugins: sysctls live pods need.\n" +
-		"# Removed with the last pod that needs them; do not edit.\n" + strings.Join(lines, "\n") + "\n"
-	tmp := "." + FileName + ".tmp"
-	if err := errors.Join(out.Remove(tmp), out.CreateNew(tmp, []byte(text))); err != nil {
-		return err
+	sort.Strings(lines)
+	return "# Written by the cnisuite CNI plugins: sysctls live pods need.\n" +
+		"# Removed with the last pod that needs them; do not edit.\n" + strings.Join(lines, "\n") + "\n", nil
+}
+
+// Restore writes the file again when it no longer says what the holds
+// do: another program (an admin, a package's cleanup of /run/sysctl.d)
+// removed or changed it, and the next `sysctl --system` would no longer
+// keep the keys. Hold does not notice that (it writes the file only for
+// a key's first holder); cnisuite resync and watch call Restore. changed
+// reports whether the file was (in a dry run: would be) written again.
+func (k Keeper) Restore(dryRun bool) (changed bool, err error) {
+	if k.rootless() {
+		return false, nil
 	}
-	return out.Rename(tmp, FileName, 0)
+	err = k.locked(func(holds *statedir.Dir) error {
+		want, err := heldText(holds)
+		if err != nil {
+			return err
+		}
+		sysctlDir, _ := k.dirs()
+		have, err := os.ReadFile(filepath.Join(sysctlDir, FileName))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if changed = string(have) != want; !changed || dryRun {
+			return nil
+		}
+		return k.rewrite(holds)
+	})
+	return changed, err
 }
 
 // locked runs fn with the holds directory open and its lock held.

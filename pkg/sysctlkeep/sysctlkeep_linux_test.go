@@ -108,3 +108,59 @@ cat /proc/sys/net/ipv4/ip_forward`
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// Restore writes the file again after another program removed or edited
+// it (Hold does not: the holder is there already), reports it in a dry run
+// without writing, and changes nothing when the file is right.
+func TestRestore(t *testing.T) {
+	k, file := testKeeper(t)
+	h := Holder("bridge", "n", "c1", "eth0")
+	if err := k.Hold("net/ipv4/ip_forward", "1", h); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := k.Restore(false); err != nil || changed {
+		t.Fatalf("Restore of an intact file: changed %v, %v", changed, err)
+	}
+	for _, damage := range []func() error{
+		func() error { return os.Remove(file) },
+		func() error { return os.WriteFile(file, []byte("net.ipv4.ip_forward = 0\n"), 0o644) },
+	} {
+		if err := damage(); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Hold("net/ipv4/ip_forward", "1", h); err != nil {
+			t.Fatal(err)
+		}
+		damaged, _ := os.ReadFile(file)
+		if changed, err := k.Restore(true); err != nil || !changed {
+			t.Errorf("dry-run Restore of a damaged file: changed %v, %v", changed, err)
+		}
+		if got, _ := os.ReadFile(file); string(got) != string(damaged) {
+			t.Errorf("a dry run wrote the file: %q", got)
+		}
+		if changed, err := k.Restore(false); err != nil || !changed {
+			t.Errorf("Restore of a damaged file: changed %v, %v", changed, err)
+		}
+		if got, err := os.ReadFile(file); err != nil || string(got) != string(want) {
+			t.Errorf("after Restore the file holds %q, %v; want %q", got, err, want)
+		}
+	}
+	if err := k.Release(h); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := k.Restore(false); err != nil || !changed || fileExists(file) {
+		t.Errorf("Restore with no hold left: changed %v, %v; the file should go", changed, err)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

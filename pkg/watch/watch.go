@@ -46,8 +46,9 @@ const (
 type Options struct {
 	// Repair puts back what is missing; it is never run twice at once.
 	Repair func(ctx context.Context, reason string)
-	// SafetyInterval is the time between repairs without events: at least
-	// a minute (DefaultSafetyInterval when zero).
+	// SafetyInterval is the time between repairs without events
+	// (DefaultSafetyInterval when zero). cnisuite watch keeps the default
+	// but in tests (CNISUITE_WATCH_SAFETY_INTERVAL).
 	SafetyInterval time.Duration
 	// Settle is the quiet time after an event that ends its burst.
 	Settle time.Duration
@@ -69,7 +70,7 @@ type source struct {
 // Run repairs once at start, then on every event and at the safety
 // interval, until ctx ends.
 func Run(ctx context.Context, o Options) error {
-	if o.SafetyInterval < DefaultSafetyInterval {
+	if o.SafetyInterval <= 0 {
 		o.SafetyInterval = DefaultSafetyInterval
 	}
 	if o.Settle <= 0 {
