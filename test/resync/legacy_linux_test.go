@@ -1,0 +1,89 @@
+package resync
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"cnisuite/test/sandbox"
+)
+
+// legacyNode makes this test's node an iptables-legacy one, as Debian's
+// `update-alternatives --set iptables /usr/sbin/iptables-legacy` does: the
+// iptables tools first on PATH (which the plugins, cnisuite and its
+// helpers inherit) are xtables-legacy-multi, so the iptables backend
+// writes with iptables-legacy-restore and the test's resets use
+// iptables-legacy too.
+func legacyNode(t *testing.T) {
+	t.Helper()
+	multi := "/usr/sbin/xtables-legacy-multi"
+	if !fileExists(multi) {
+		t.Fatalf("%s is not installed (Debian's iptables package has it)", multi)
+	}
+	dir := t.TempDir()
+	for _, tool := range []string{"iptables", "ip6tables", "iptables-restore", "ip6tables-restore", "iptables-save", "ip6tables-save"} {
+		if err := os.Symlink(multi, filepath.Join(dir, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// legacyResets are the resets of iptables on an iptables-legacy node:
+// -F/-X and a restore of rules saved before the pod. They send no
+// nftables event: only resync, a firewalld reload or the watcher's safety
+// net repair them.
+func legacyResets() []reset {
+	var rs []reset
+	for _, r := range resets {
+		if strings.HasPrefix(r.name, "iptables_") {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// TestLegacyNode: on an iptables-legacy node, iptables -t nat -F/-X and
+// iptables-restore of a saved ruleset take the iptables backend's rules
+// (and nothing of the nftables backend's); cnisuite resync puts them back
+// with iptables-legacy (the runReset assertions: host port, masquerade,
+// STATUS 51 then 0, CHECK, a second resync changes nothing, other
+// software's rules untouched, DEL leaves nothing); and a running watcher,
+// which hears no event of such a reset, repairs it by its safety net
+// (shortened to 2 s for the test; a minute on a node).
+func TestLegacyNode(t *testing.T) {
+	sandbox.Require(t)
+	tool := cnisuiteTool(t)
+	legacyNode(t)
+	t.Run("resync", func(t *testing.T) {
+		i := 80
+		for _, b := range backends {
+			for _, r := range legacyResets() {
+				i++
+				// runReset judges the reset by where iptables-save (here
+				// iptables-legacy's) finds our chains: a backend that wrote
+				// with iptables-nft would keep its host port and fail.
+				t.Run(backendName(b)+"/"+r.name, func(t *testing.T) { runReset(t, tool, b, r, i) })
+			}
+		}
+	})
+	t.Run("watch", func(t *testing.T) {
+		t.Setenv("CNISUITE_WATCH_SAFETY_INTERVAL", "2s")
+		startWatch(t, tool)
+		i := 90
+		for _, b := range []string{"iptables"} { // the others' rules are not iptables-legacy's
+			for _, r := range legacyResets() {
+				i++
+				t.Run(backendName(b)+"/"+r.name, func(t *testing.T) { watchReset(t, b, r, i) })
+			}
+		}
+	})
+}
+
+func backendName(b string) string {
+	if b == "" {
+		return "no_backend_key"
+	}
+	return b
+}
