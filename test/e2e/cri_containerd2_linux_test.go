@@ -68,6 +68,7 @@ func TestCRIContainerd2(t *testing.T) {
 		criCase{"k8s_cni_args_without_ignoreunknown", criArgs},
 		criCase{"status_full_range_not_ready", containerdStatusPolling},
 		criCase{"sends_1.1.0_and_loopback_0.3.1", containerdVersions},
+		criCase{"watcher_repairs_nft_flush", criWatchFlush},
 		criCase{"critest", runCritest})
 	runCRICases(t, &containerd2{}, true, cases)
 }

@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// repairLine is the watcher's line for a repair of the pod's network.
+var repairLine = regexp.MustCompile(`(?m)^k8s-pod-network: \d+ attachments: \d+ intact, [1-9]\d* repaired`)
+
+// criWatchFlush runs `cnisuite watch` on the node (its network and mount
+// namespaces, as a systemd unit would run it) and a pod with a host port;
+// `nft flush ruleset` takes every rule of the node; with nothing else done
+// the host port answers again within a bounded wait, the watcher says it
+// repaired the network, and containerd's next STATUS (NetworkReady) is
+// true. Stop and remove then leave nothing.
+func criWatchFlush(n *criNode) {
+	n.useCRI(n.flavor.binDir(), criConfDir)
+	if _, err := os.Stat(n.path("/opt/cni/bin/cnisuite")); err != nil {
+		n.t.Fatalf("cnisuite is not beside the plugins (run `make build`): %v", err)
+	}
+	w := n.start("/opt/cni/bin/cnisuite", "watch")
+	n.t.Cleanup(func() {
+		w.stop()
+		n.t.Logf("cnisuite watch printed:\n%s", w.out.String())
+	})
+	if !eventually(30*time.Second, func() bool { return strings.Contains(w.out.String(), "watching") || w.exited() }) || w.exited() {
+		n.t.Fatalf("cnisuite watch did not start: %s", w.out.String())
+	}
+	cfg := podConfig(uniqueName("flushed"), n.cgroupParent)
+	cfg.PortMappings = []*cri.PortMapping{{Protocol: cri.Protocol_TCP, ContainerPort: 80, HostPort: 18087}}
+	web := n.mustRunPod(cfg, "/bin/httpd", "-f", "-p", "80", "-h", "/www")
+	url := fmt.Sprintf("http://%s:18087/", nodeAddr)
+	n.fetch(url)
+	if reason := n.networkNotReady(); reason != "" {
+		n.t.Errorf("NetworkReady false before the flush: %s", reason)
+	}
+	n.must("nft", "flush", "ruleset")
+	start := time.Now()
+	var last string
+	answers := eventually(5*time.Second, func() bool {
+		out, err := n.run(5*time.Second, "curl", "-sS", "--max-time", "1", url)
+		last = out
+		if err != nil {
+			last = err.Error()
+		}
+		return err == nil && out == page
+	})
+	if !answers {
+		n.t.Fatalf("after nft flush ruleset with the watcher running, GET %s = %q, want the page", url, last)
+	}
+	n.t.Logf("the host port answers again %s after the flush (the wait included)", time.Since(start).Round(time.Millisecond))
+	// The flush took the pod's rules: the watcher says it put them back.
+	if !eventually(5*time.Second, func() bool { return repairLine.MatchString(w.out.String()) }) {
+		n.t.Errorf("the watcher reported no repair of k8s-pod-network:\n%s", w.out.String())
+	}
+	var reason string
+	if !eventually(10*time.Second, func() bool { reason = n.networkNotReady(); return reason == "" }) {
+		n.t.Errorf("NetworkReady false after the watcher's repair: %s", reason)
+	}
+	if err := n.stopAndRemove(web); err != nil {
+		n.t.Fatal(err)
+	}
+	n.requirePodsGone(web)
+}
