@@ -110,12 +110,14 @@ sorted() {
 	(cd "$1" && find "$2" -type f | LC_ALL=C sort)
 }
 
-# tarball packs the plugins and tools of one architecture with LICENSE and
-# README.md.
+# tarball packs the plugins and tools of one architecture with LICENSE,
+# README.md and the systemd units of cnisuite watch and resync (whose
+# ExecStart names /usr/sbin/cnisuite: docs/operations.md says what to
+# change).
 tarball() {
 	local arch=$1 stage=$WORK/tgz-$1
 	build "$arch" "$stage" "${PLUGINS[@]}" "${TOOLS[@]}"
-	install -m 0644 LICENSE README.md "$stage/"
+	install -m 0644 LICENSE README.md packaging/systemd/*.service "$stage/"
 	local name="cnisuite-linux-$arch-$VERSION.tgz"
 	sorted "$stage" . |
 		LC_ALL=C tar --create --format=ustar --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 \

@@ -86,16 +86,25 @@ func TestRelease(t *testing.T) {
 	t.Run("reproducible", func(t *testing.T) { checkReproducible(t, root, dir) })
 }
 
+// textFiles are the tarball's files that are not programs, each with its
+// source in the repository: LICENSE, README.md and the systemd units.
+var textFiles = map[string]string{
+	"LICENSE": "LICENSE", "README.md": "README.md",
+	"cnisuite-resync.service": "packaging/systemd/cnisuite-resync.service",
+	"cnisuite-watch.service":  "packaging/systemd/cnisuite-watch.service",
+}
+
 // checkTarball asserts an architecture's tarball holds exactly the plugins,
-// the tools, LICENSE and README.md, flat and in byte order, with fixed
-// modes, owners and times, and binaries built for that architecture as asked.
+// the tools, LICENSE, README.md and the systemd units, flat and in byte
+// order, with fixed modes, owners and times, the text files as in the
+// repository, and binaries built for that architecture as asked.
 func checkTarball(t *testing.T, root, dir, arch string) {
 	entries := readTarball(t, filepath.Join(dir, tarName(arch)))
 	var names []string
 	for _, e := range entries {
 		names = append(names, e.hdr.Name)
 	}
-	want := slices.Concat([]string{"LICENSE", "README.md"}, plugins, tools)
+	want := slices.Concat([]string{"LICENSE", "README.md"}, plugins, tools, units)
 	slices.Sort(want)
 	for i, name := range want {
 		want[i] = "./" + name
@@ -106,9 +115,9 @@ func checkTarball(t *testing.T, root, dir, arch string) {
 	for _, e := range entries {
 		h, name := e.hdr, strings.TrimPrefix(e.hdr.Name, "./")
 		wantMode := int64(0o755)
-		if name == "LICENSE" || name == "README.md" {
+		if src, ok := textFiles[name]; ok {
 			wantMode = 0o644
-			if repo := readFile(t, filepath.Join(root, name)); !bytes.Equal(e.data, repo) {
+			if repo := readFile(t, filepath.Join(root, src)); !bytes.Equal(e.data, repo) {
 				t.Errorf("%s: %s differs from the repository's", arch, name)
 			}
 		} else {
