@@ -53,11 +53,14 @@ func newNode(t *testing.T, backend string, i int) *node {
 }
 
 // add attaches a fresh namespace with host port 8080 → 80.
-func (n *node) add(id string) *pod {
+func (n *node) add(id string) *pod { return n.addPort(id, 8080) }
+
+// addPort attaches a fresh namespace with hostPort → 80.
+func (n *node) addPort(id string, hostPort int) *pod {
 	t := n.t
 	p := &pod{id: id, ns: sandbox.NewNS(t)}
 	p.rc = &libcni.RuntimeConf{ContainerID: id, IfName: "eth0", NetNS: p.ns.Path(),
-		CapabilityArgs: map[string]any{"portMappings": []map[string]any{{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}}}}
+		CapabilityArgs: map[string]any{"portMappings": []map[string]any{{"hostPort": hostPort, "containerPort": 80, "protocol": "tcp"}}}}
 	out, err := n.rt.AddNetworkList(context.Background(), n.list, p.rc)
 	if err != nil {
 		t.Fatalf("ADD %s: %v", id, err)
