@@ -48,10 +48,14 @@ func (n *node) install(files map[string]string) {
 
 // fetch gets url with curl from the node's own namespace until it answers
 // with the page the containers serve (the server may still be starting).
-func (n *node) fetch(url string) {
+func (n *node) fetch(url string) { n.t.Helper(); n.fetchWithin(url, 20*time.Second) }
+
+// fetchWithin is fetch, trying for at most timeout; it reports whether the
+// page came.
+func (n *node) fetchWithin(url string, timeout time.Duration) bool {
 	n.t.Helper()
 	var last string
-	ok := eventually(20*time.Second, func() bool {
+	ok := eventually(timeout, func() bool {
 		out, err := n.run(10*time.Second, "curl", "-sS", "--max-time", "3", url)
 		last = out
 		if err != nil {
@@ -61,9 +65,10 @@ func (n *node) fetch(url string) {
 	})
 	if !ok {
 		n.t.Errorf("GET %s = %q, want %q", url, last, page)
-		return
+		return false
 	}
 	n.t.Logf("GET %s: %q", url, strings.TrimSpace(last))
+	return true
 }
 
 // containerAddr returns the IPv4 address of eth0 in the network namespace

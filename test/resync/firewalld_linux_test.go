@@ -49,12 +49,8 @@ func TestFirewalldReload(t *testing.T) {
 				}
 				for _, b := range backends {
 					i++
-					name := b
-					if name == "" {
-						name = "no_backend_key"
-					}
 					r := fwReset{fw: fw, fwBackend: fwb, watching: mode == "watch"}
-					t.Run(name+"/"+mode, func(t *testing.T) { r.run(t, tool, b, i) })
+					t.Run(backendName(b)+"/"+mode, func(t *testing.T) { r.run(t, tool, b, i) })
 				}
 			}
 		})

@@ -80,10 +80,3 @@ func TestLegacyNode(t *testing.T) {
 		}
 	})
 }
-
-func backendName(b string) string {
-	if b == "" {
-		return "no_backend_key"
-	}
-	return b
-}

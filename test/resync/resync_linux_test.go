@@ -69,6 +69,14 @@ var resets = []reset{
 
 var backends = []string{"nftables", "iptables", ""}
 
+// backendName names a backend key in a subtest's name.
+func backendName(b string) string {
+	if b == "" {
+		return "no_backend_key"
+	}
+	return b
+}
+
 // takenBackend is the backend the network uses: the key's, or without one
 // the node's choice (issue 27: nftables on this test's node, which holds
 // no iptables NAT rule), read from where our chains are.
@@ -95,11 +103,7 @@ func TestResyncAfterReset(t *testing.T) {
 	for _, b := range backends {
 		for _, r := range resets {
 			i++
-			name := b
-			if name == "" {
-				name = "no_backend_key"
-			}
-			t.Run(name+"/"+r.name, func(t *testing.T) { runReset(t, tool, b, r, i) })
+			t.Run(backendName(b)+"/"+r.name, func(t *testing.T) { runReset(t, tool, b, r, i) })
 		}
 	}
 }

@@ -42,11 +42,7 @@ func TestSysctlSystem(t *testing.T) {
 			}
 			for _, b := range backends {
 				i++
-				name := b
-				if name == "" {
-					name = "no_backend_key"
-				}
-				t.Run(name, func(t *testing.T) { sysctlReset(t, tool, b, i, mode == "watch") })
+				t.Run(backendName(b), func(t *testing.T) { sysctlReset(t, tool, b, i, mode == "watch") })
 			}
 		})
 	}

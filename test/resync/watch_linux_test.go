@@ -28,11 +28,7 @@ func TestWatchRepairs(t *testing.T) {
 				continue
 			}
 			i++
-			name := b
-			if name == "" {
-				name = "no_backend_key"
-			}
-			t.Run(name+"/"+r.name, func(t *testing.T) { watchReset(t, b, r, i) })
+			t.Run(backendName(b)+"/"+r.name, func(t *testing.T) { watchReset(t, b, r, i) })
 		}
 	}
 }
@@ -60,18 +56,7 @@ func watchReset(t *testing.T, backend string, r reset, i int) {
 	// Bounded: the watcher repairs within a second; the safety net would
 	// take a minute. A reset of several commands may take rules the first
 	// repair had put back: wait for the host port and the masquerade both.
-	var port, source string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		port, _ = ask(n.peer.ns, n.peer.nodeIP, 8080)
-		source, _ = ask(pod.ns, n.peer.peerIP, 9000)
-		if port == pod.id && source == n.peer.nodeIP.String() {
-			break
-		}
-	}
-	if port != pod.id || source != n.peer.nodeIP.String() {
-		t.Fatalf("after %s with the watcher running, the host port answers %q and the pod's egress comes from %q", r.name, port, source)
-	}
-	t.Logf("%s: host port and masquerade back %s after the reset", r.name, time.Since(start).Round(time.Millisecond))
+	n.waitConnected(pod, r.name, start)
 	if err := n.status(ctx); err != nil {
 		t.Errorf("STATUS after the watcher's repair: %v", err)
 	}
