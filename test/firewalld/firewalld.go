@@ -4,6 +4,8 @@
 // test's, with its system configuration copied to a temporary directory so
 // that nothing under /etc/firewalld changes. Plugins the test runs find
 // the bus through DBUS_SYSTEM_BUS_ADDRESS, set for the test's process.
+// StartBus starts the bus alone, for a test that sends firewalld's
+// signals itself (SignalReloaded).
 //
 // Only inside the sandbox: firewalld rewrites the ruleset of the namespace
 // it runs in.
@@ -73,21 +75,9 @@ func Start(t testing.TB, netnsPath string, settings ...string) *Daemon {
 			t.Skipf("%s is not installed", tool)
 		}
 	}
-	// Not t.TempDir: a socket path holds at most 107 bytes, and a
-	// subtest's name goes into its temporary directory's.
-	dir, err := os.MkdirTemp("", "fwd-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	d := &Daemon{t: t, netns: netnsPath, busAddr: "unix:path=" + filepath.Join(dir, "bus"), log: filepath.Join(dir, "firewalld.log")}
-	conf := filepath.Join(dir, "bus.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(busConfig, filepath.Join(dir, "bus"))), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bus := exec.Command("dbus-daemon", "--config-file="+conf, "--nofork", "--nopidfile")
-	d.start(bus, "dbus-daemon")
-	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", d.busAddr)
+	d := StartBus(t)
+	d.netns = netnsPath
+	dir := filepath.Dir(d.log)
 	sysconf := filepath.Join(dir, "etc")
 	if out, err := exec.Command("cp", "-a", "/etc/firewalld", sysconf).CombinedOutput(); err != nil {
 		t.Fatalf("copying /etc/firewalld: %v\n%s", err, out)
@@ -107,6 +97,58 @@ func Start(t testing.TB, netnsPath string, settings ...string) *Daemon {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// StartBus starts only the private system bus (no firewalld), sets
+// DBUS_SYSTEM_BUS_ADDRESS for the test, and stops the bus when the test
+// ends: for a test that sends firewalld's signals itself.
+func StartBus(t testing.TB) *Daemon {
+	t.Helper()
+	sandbox.Require(t)
+	if _, err := exec.LookPath("dbus-daemon"); err != nil {
+		if os.Getenv("CNISUITE_REQUIRE_PRIVILEGED") == "1" {
+			t.Fatalf("dbus-daemon is not installed (scripts/install-deps.sh installs it)")
+		}
+		t.Skipf("dbus-daemon is not installed")
+	}
+	// Not t.TempDir: a socket path holds at most 107 bytes, and a
+	// subtest's name goes into its temporary directory's.
+	dir, err := os.MkdirTemp("", "fwd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	d := &Daemon{t: t, busAddr: "unix:path=" + filepath.Join(dir, "bus"), log: filepath.Join(dir, "firewalld.log")}
+	conf := filepath.Join(dir, "bus.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(busConfig, filepath.Join(dir, "bus"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.start(exec.Command("dbus-daemon", "--config-file="+conf, "--nofork", "--nopidfile"), "dbus-daemon")
+	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", d.busAddr)
+	// The socket appears once the bus listens.
+	for deadline := time.Now().Add(startWait); !fileExists(filepath.Join(dir, "bus")); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("dbus-daemon made no socket within %v", startWait)
+		}
+	}
+	return d
+}
+
+// SignalReloaded sends firewalld's Reloaded signal on the bus, as
+// firewalld does at the end of a reload.
+// Equivalent to: dbus-send --system --type=signal /org/fedoraproject/FirewallD1 org.fedoraproject.FirewallD1.Reloaded
+func (d *Daemon) SignalReloaded() {
+	d.t.Helper()
+	cmd := exec.Command("dbus-send", "--system", "--type=signal", "/org/fedoraproject/FirewallD1", "org.fedoraproject.FirewallD1.Reloaded")
+	cmd.Env = append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+d.busAddr)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		d.t.Fatalf("dbus-send Reloaded: %v\n%s", err, out)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // start starts cmd and, when the test ends, stops it with SIGTERM (SIGKILL

@@ -1,11 +1,15 @@
 package resync
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"cnisuite/pkg/sysctl"
+	"cnisuite/test/firewalld"
 	"cnisuite/test/sandbox"
 )
 
@@ -51,7 +55,8 @@ func legacyResets() []reset {
 // STATUS 51 then 0, CHECK, a second resync changes nothing, other
 // software's rules untouched, DEL leaves nothing); and a running watcher,
 // which hears no event of such a reset, repairs it by its safety net
-// (shortened to 2 s for the test; a minute on a node).
+// (shortened to 2 s for the test; a minute on a node), or at once when
+// firewalld's Reloaded signal comes.
 func TestLegacyNode(t *testing.T) {
 	sandbox.Require(t)
 	tool := cnisuiteTool(t)
@@ -68,6 +73,7 @@ func TestLegacyNode(t *testing.T) {
 			}
 		}
 	})
+	t.Run("watch_firewalld_reloaded", func(t *testing.T) { legacyReloaded(t, tool) })
 	t.Run("watch", func(t *testing.T) {
 		t.Setenv("CNISUITE_WATCH_SAFETY_INTERVAL", "2s")
 		startWatch(t, tool)
@@ -79,4 +85,44 @@ func TestLegacyNode(t *testing.T) {
 			}
 		}
 	})
+}
+
+// legacyReloaded: the watcher listens to firewalld's Reloaded signal on the
+// system bus (a private one). After an iptables-legacy -t nat -F/-X,
+// which sends no event, the host port stays dead (the safety net is a
+// minute away); the signal alone, as firewalld sends it after a reload,
+// makes the watcher repair: host port and masquerade back, STATUS 0, CHECK,
+// DEL leaves nothing.
+func legacyReloaded(t *testing.T, tool string) {
+	ctx := context.Background()
+	bus := firewalld.StartBus(t)
+	if ready := startWatch(t, tool); !strings.Contains(ready, "firewalld") {
+		t.Fatalf("cnisuite watch: %q, want it listening to firewalld on the private bus", ready)
+	}
+	if err := sysctl.Set("net/ipv4/ip_forward", "0"); err != nil {
+		t.Fatal(err)
+	}
+	n := newNode(t, "iptables", 99)
+	pod := n.add("pod-r")
+	n.wantConnected(pod, "after ADD")
+	for _, fam := range []string{"iptables", "ip6tables"} {
+		run(t, fam, "-t", "nat", "-F")
+		run(t, fam, "-t", "nat", "-X")
+	}
+	if got, err := ask(n.peer.ns, n.peer.nodeIP, 8080); err == nil {
+		t.Fatalf("after iptables-legacy -t nat -F/-X the host port still answers %q", got)
+	}
+	start := time.Now()
+	bus.SignalReloaded()
+	n.waitConnected(pod, "firewalld's Reloaded signal", start)
+	if err := n.status(ctx); err != nil {
+		t.Errorf("STATUS after the watcher's repair: %v", err)
+	}
+	if err := n.rt.CheckNetworkList(ctx, n.list, pod.rc); err != nil {
+		t.Errorf("CHECK after the watcher's repair: %v", err)
+	}
+	if err := n.rt.DelNetworkList(ctx, n.list, pod.rc); err != nil {
+		t.Fatalf("DEL: %v", err)
+	}
+	n.wantNothingLeft(t, pod)
 }
