@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 
 # firewalld (and the dbus-daemon it needs) runs only inside the sandbox,
 # on a private bus (test/firewalld); without systemd its package starts
-# nothing on the machine.
-PACKAGES=(iproute2 iptables nftables conntrack iputils-ping socat util-linux curl time ethtool firewalld dbus)
+# nothing on the machine. procps: sysctl --system, run by test/resync and
+# pkg/sysctlkeep only in a private mount namespace over the test's files.
+PACKAGES=(iproute2 iptables nftables conntrack iputils-ping socat util-linux curl time ethtool firewalld dbus procps)
 
 scripts/install-packages.sh install-deps "${PACKAGES[@]}"
 
