@@ -25,8 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -219,17 +217,34 @@ func (k Keeper) Restore(dryRun bool) (changed bool, err error) {
 		if err != nil {
 			return err
 		}
-		sysctlDir, _ := k.dirs()
-		have, err := os.ReadFile(filepath.Join(sysctlDir, FileName))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if changed = string(have) != want; !changed || dryRun {
+		have, err := k.current()
+		// A file that cannot be read (a link, a directory planted there)
+		// is replaced too: the rename puts ours in its place.
+		if changed = err != nil || have != want; !changed || dryRun {
 			return nil
 		}
 		return k.rewrite(holds)
 	})
 	return changed, err
+}
+
+// current reads the file as it is, "" when it (or its directory) does
+// not exist; it follows no link.
+func (k Keeper) current() (string, error) {
+	sysctlDir, _ := k.dirs()
+	d, err := statedir.OpenRoot(sysctlDir, false, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	data, err := d.ReadFile(FileName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	return string(data), err
 }
 
 // locked runs fn with the holds directory open and its lock held.

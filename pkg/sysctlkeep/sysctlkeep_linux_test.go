@@ -1,6 +1,7 @@
 package sysctlkeep
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,6 +129,9 @@ func TestRestore(t *testing.T) {
 	for _, damage := range []func() error{
 		func() error { return os.Remove(file) },
 		func() error { return os.WriteFile(file, []byte("net.ipv4.ip_forward = 0\n"), 0o644) },
+		func() error { // a link planted in its place: replaced, not followed
+			return errors.Join(os.Remove(file), os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), file))
+		},
 	} {
 		if err := damage(); err != nil {
 			t.Fatal(err)
@@ -147,6 +151,9 @@ func TestRestore(t *testing.T) {
 		}
 		if got, err := os.ReadFile(file); err != nil || string(got) != string(want) {
 			t.Errorf("after Restore the file holds %q, %v; want %q", got, err, want)
+		}
+		if st, err := os.Lstat(file); err != nil || !st.Mode().IsRegular() {
+			t.Errorf("after Restore the file is %v, %v; want a regular file", st, err)
 		}
 	}
 	if err := k.Release(h); err != nil {
