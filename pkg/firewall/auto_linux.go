@@ -74,18 +74,13 @@ func (a *auto) current(network string) (Backend, error) {
 }
 
 // Ensure writes o's rules with its network's backend, choosing and
-// recording it when the network has none yet; its host ports are claimed
-// first, and one held on the other backend fails with ErrConflict
-// (ports_linux.go).
+// recording it when the network has none yet. (Host ports stay
+// single-owner across the backends through the claims New puts in front,
+// claims_linux.go.)
 func (a *auto) Ensure(ctx context.Context, o Owner, r Rules) error {
 	kind, err := a.rec.hold(ctx, o, func() (string, error) { return a.decide(ctx) })
 	if err != nil {
 		return err
-	}
-	if r.PortMaps != nil && len(r.PortMaps.Mappings) > 0 {
-		if err := a.rec.claimPorts(o, kind, r.PortMaps.Mappings); err != nil {
-			return err
-		}
 	}
 	return a.of(kind).Ensure(ctx, o, r)
 }
@@ -105,7 +100,7 @@ func (a *auto) Remove(ctx context.Context, o Owner) error {
 	if err != nil {
 		return err
 	}
-	return errors.Join(a.rec.unclaimOwner(o), a.rec.release(ctx, o))
+	return a.rec.release(ctx, o)
 }
 
 // both runs fn on each backend that is usable here, iptables first.

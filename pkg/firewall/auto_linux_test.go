@@ -221,48 +221,50 @@ func TestAutoRecordRefusesLink(t *testing.T) {
 	}
 }
 
-// TestAutoHostPortAcrossBackends: a host port held by an attachment of a
-// network on one backend fails the ADD of another network's attachment on
-// the other backend (code 11, naming the port and the backend) when their
-// addresses overlap; other ports, protocols and families pass; DEL and GC
-// let go of the claims.
+// TestAutoHostPortAcrossBackends: with the claims New puts in front of the
+// automatic choice, a host port held by an attachment of a network on one
+// backend fails the ADD of another network's attachment on the other
+// backend (code 11, naming the port and the holder) when their addresses
+// overlap; other ports, protocols and families pass; DEL and GC let go of
+// the claims.
 func TestAutoHostPortAcrossBackends(t *testing.T) {
 	ctx := context.Background()
 	node := nodeSignals{}
 	a, ipt, _ := autoOn(t, &node)
+	c := &claimed{a, claimStore{root: a.rec.root}}
 	ports := func(ms ...PortMapping) Rules { return Rules{PortMaps: &PortMaps{Mappings: ms}} }
 	tcp := func(port int, ip string) PortMapping {
 		return PortMapping{HostPort: port, ContainerPort: 80, Protocol: "tcp", HostIP: net.ParseIP(ip)}
 	}
 	onNFT := Owner{Plugin: PluginPortmap, Network: "net1", ContainerID: "c1", IfName: "eth0"}
-	if err := a.Ensure(ctx, onNFT, ports(tcp(8080, ""), tcp(9090, "10.0.0.1"))); err != nil {
+	if err := c.Ensure(ctx, onNFT, ports(tcp(8080, ""), tcp(9090, "10.0.0.1"))); err != nil {
 		t.Fatalf("Ensure on nftables: %v", err)
 	}
 	node.natRules = "iptables-nft ip nat POSTROUTING" // net2 will take iptables
 	onIPT := Owner{Plugin: PluginPortmap, Network: "net2", ContainerID: "c2", IfName: "eth0"}
-	err := a.Ensure(ctx, onIPT, ports(tcp(8080, "10.0.0.2")))
-	if types.Code(err) != types.CodeTryAgain || !strings.Contains(err.Error(), "tcp-8080") || !strings.Contains(err.Error(), "nftables") {
-		t.Errorf("Ensure(8080 held on the other backend) = %v (code %d), want code 11 naming tcp-8080 and nftables", err, types.Code(err))
+	err := c.Ensure(ctx, onIPT, ports(tcp(8080, "10.0.0.2")))
+	if types.Code(err) != types.CodeTryAgain || !strings.Contains(err.Error(), "tcp 8080") || !strings.Contains(err.Error(), "portmap/net1/c1/eth0") {
+		t.Errorf("Ensure(8080 held on the other backend) = %v (code %d), want code 11 naming tcp 8080 and portmap/net1/c1/eth0", err, types.Code(err))
 	}
 	if owns(ipt, onIPT) {
 		t.Errorf("rules written for a host port held on the other backend")
 	}
 	for _, m := range []PortMapping{tcp(8081, ""), tcp(9090, "10.0.0.2"), tcp(9090, "fd00::1"), {HostPort: 8080, Protocol: "udp"}} {
-		if err := a.Ensure(ctx, onIPT, ports(m)); err != nil {
+		if err := c.Ensure(ctx, onIPT, ports(m)); err != nil {
 			t.Errorf("Ensure(%s %d on %v, no overlap) = %v", m.Protocol, m.HostPort, m.HostIP, err)
 		}
 	}
-	if err := a.Remove(ctx, onNFT); err != nil {
+	if err := c.Remove(ctx, onNFT); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Ensure(ctx, onIPT, ports(tcp(8080, "10.0.0.2"))); err != nil {
+	if err := c.Ensure(ctx, onIPT, ports(tcp(8080, "10.0.0.2"))); err != nil {
 		t.Errorf("Ensure(8080) after its holder's DEL: %v", err)
 	}
-	if err := a.GC(ctx, PluginPortmap, "net2", nil); err != nil {
+	if err := c.GC(ctx, PluginPortmap, "net2", nil); err != nil {
 		t.Fatal(err)
 	}
 	node.natRules = ""
-	if err := a.Ensure(ctx, onNFT, ports(tcp(8080, ""))); err != nil {
+	if err := c.Ensure(ctx, onNFT, ports(tcp(8080, ""))); err != nil {
 		t.Errorf("Ensure(8080) on nftables after GC dropped the iptables holder: %v", err)
 	}
 }

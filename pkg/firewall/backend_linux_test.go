@@ -55,7 +55,7 @@ func TestBackendLifecycle(t *testing.T) {
 		other := fwtest.PortOwner
 		other.ContainerID = "ctr2"
 		err := b.Ensure(ctx, other, fwtest.PortRules(t, func(p *PortMaps) { p.ContainerV4 = fwtest.CIDR(t, "10.88.0.3/16") }))
-		if kind == KindNFTables && !errors.Is(err, ErrConflict) {
+		if !errors.Is(err, ErrConflict) {
 			t.Errorf("Ensure(second owner, same host ports) = %v, want ErrConflict", err)
 		}
 		changed := fwtest.PortRules(t, func(p *PortMaps) { p.Mappings = p.Mappings[:1] })
@@ -75,7 +75,7 @@ func TestBackendLifecycle(t *testing.T) {
 				}
 			}
 		}
-		_ = b.Remove(ctx, other) // may exist with iptables, which allows duplicates
+		_ = b.Remove(ctx, other) // refused, but Remove is harmless
 		fwtest.AssertNoOwnerRules(t)
 	})
 }

@@ -62,15 +62,18 @@ var ErrConflict = fwapi.ErrConflict
 // New returns the backend of the given kind; "" returns the automatic
 // choice (auto): per network, the backend the node gives reason for when
 // the network first gets rules, recorded under RecordRoot until its last
-// attachment goes. New itself reads nothing of the node.
+// attachment goes. Either way, host ports are claimed under RecordRoot
+// before they are written (claimed, claims_linux.go), so that each has one
+// owner on the node. New itself reads nothing of the node.
 func New(ctx context.Context, kind string) (Backend, error) {
+	store := nodeClaims()
 	switch kind {
 	case KindNFTables:
-		return nftables.New(), nil
+		return &claimed{nftables.New(), store}, nil
 	case KindIPTables:
-		return iptables.New(), nil
+		return &claimed{iptables.New(), store}, nil
 	case "":
-		return newAuto(iptables.New(), nftables.New()), nil
+		return &claimed{newAuto(iptables.New(), nftables.New()), store}, nil
 	}
 	return nil, types.Errorf(types.ErrInvalidConfig, "backend %q: must be %q or %q", kind, KindIPTables, KindNFTables)
 }

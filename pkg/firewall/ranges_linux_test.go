@@ -8,17 +8,19 @@ import (
 	"strings"
 	"testing"
 
+	"cnisuite/pkg/firewall/nftables"
 	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/test/fwtest"
 )
 
 // TestRangeLifecycle: a port range is written, checked, read back by
-// Mapped and removed with nothing left, in each backend; with nftables,
-// another owner's single port inside the range, a range over it and a range
-// overlapping it are refused with ErrConflict, the port one past its end
-// and the same ports of another protocol are not, and the refused port is
-// free once the range's owner is removed. (iptables allows duplicates, for
-// ranges as for single ports.)
+// Mapped and removed with nothing left, in each backend; another owner's
+// single port inside the range, a range over it and a range overlapping it
+// are refused with ErrConflict (by the node's claims, in both backends;
+// with nftables also by the bare backend a rootless runtime uses, which
+// reads its maps), the port one past its end and the same ports of another
+// protocol are not, and the refused port is free once the range's owner is
+// removed.
 func TestRangeLifecycle(t *testing.T) {
 	ctx := context.Background()
 	ranged := fwtest.PortRules(t, func(p *PortMaps) {
@@ -43,25 +45,12 @@ func TestRangeLifecycle(t *testing.T) {
 		if err != nil || len(got) != 3 || got[0].HostPort != 8000 || got[0].Range != 101 {
 			t.Errorf("Mapped = %v, %v; want 8000 (range 101) for both families and 5000 (range 10)", got, err)
 		}
-		for _, tc := range []struct {
-			name     string
-			m        PortMapping
-			conflict bool
-		}{
-			{"port inside", PortMapping{HostPort: 8050, ContainerPort: 80, Protocol: "tcp"}, true},
-			{"range over the end", PortMapping{HostPort: 8100, ContainerPort: 8100, Protocol: "tcp", Range: 5}, true},
-			{"range around", PortMapping{HostPort: 7000, ContainerPort: 7000, Protocol: "tcp", Range: 2000}, true},
-			{"port past the end", PortMapping{HostPort: 8101, ContainerPort: 80, Protocol: "tcp"}, false},
-			{"another protocol", PortMapping{HostPort: 8000, ContainerPort: 8000, Protocol: "sctp", Range: 101}, false},
-		} {
-			o, r := other("ctr-"+tc.name, tc.m)
-			err := b.Ensure(ctx, o, r)
-			if want := tc.conflict && kind == KindNFTables; errors.Is(err, ErrConflict) != want || (!want && err != nil) {
-				t.Errorf("Ensure(%s) = %v, want conflict %v", tc.name, err, want)
-			}
-			if err := b.Remove(ctx, o); err != nil {
-				t.Errorf("Remove(%s): %v", tc.name, err)
-			}
+		checkers := map[string]Backend{"claims": b}
+		if kind == KindNFTables {
+			checkers["bare"] = nftables.New()
+		}
+		for how, cb := range checkers {
+			rangeConflicts(t, how, cb, other)
 		}
 		if err := b.Remove(ctx, fwtest.PortOwner); err != nil {
 			t.Fatalf("Remove(ranges): %v", err)
@@ -81,6 +70,33 @@ func TestRangeLifecycle(t *testing.T) {
 		}
 		fwtest.AssertNoOwnerRules(t)
 	})
+}
+
+// rangeConflicts: owners whose ports overlap the range are refused, the
+// others pass and are removed.
+func rangeConflicts(t *testing.T, how string, b Backend, other func(string, ...PortMapping) (Owner, Rules)) {
+	t.Helper()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		m        PortMapping
+		conflict bool
+	}{
+		{"port inside", PortMapping{HostPort: 8050, ContainerPort: 80, Protocol: "tcp"}, true},
+		{"range over the end", PortMapping{HostPort: 8100, ContainerPort: 8100, Protocol: "tcp", Range: 5}, true},
+		{"range around", PortMapping{HostPort: 7000, ContainerPort: 7000, Protocol: "tcp", Range: 2000}, true},
+		{"port past the end", PortMapping{HostPort: 8101, ContainerPort: 80, Protocol: "tcp"}, false},
+		{"another protocol", PortMapping{HostPort: 8000, ContainerPort: 8000, Protocol: "sctp", Range: 101}, false},
+	} {
+		o, r := other("ctr-"+tc.name, tc.m)
+		err := b.Ensure(ctx, o, r)
+		if errors.Is(err, ErrConflict) != tc.conflict || (!tc.conflict && err != nil) {
+			t.Errorf("%s: Ensure(%s) = %v, want conflict %v", how, tc.name, err, tc.conflict)
+		}
+		if err := b.Remove(ctx, o); err != nil {
+			t.Errorf("%s: Remove(%s): %v", how, tc.name, err)
+		}
+	}
 }
 
 // removeFlushedRange: when the owner's chains were flushed behind its

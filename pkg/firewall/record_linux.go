@@ -23,9 +23,9 @@ import (
 //	/run/cnisuite/fw-backend/<netns>/<network>/backend     "iptables" or "nftables"
 //	/run/cnisuite/fw-backend/<netns>/<network>/<plugin>-<owner hash>
 //
-// one file per attachment holding the choice (a portmap holder lists the
-// host ports it claims, ports_linux.go), under the network namespace the
-// rules live in (its cookie, never reused while the machine
+// one empty file per attachment holding the choice (earlier versions
+// listed a portmap holder's host ports in it; they are now claimed in
+// hostports/, claims_linux.go), under the network namespace the rules live in (its cookie, never reused while the machine
 // runs). The choice goes with the last holder; /run empties at a reboot,
 // as the rules do. Links are followed in RecordRoot only (the operator's
 // path), never below it (pkg/statedir).
@@ -77,17 +77,6 @@ func (r records) dir(network string, create bool) (*statedir.Dir, error) {
 	}
 	defer nsDir.Close()
 	return nsDir.Sub(network, create, 0o700)
-}
-
-// writeHolder writes content (the host ports it claims) into o's holder
-// file.
-func (r records) writeHolder(o Owner, content string) error {
-	d, err := r.dir(o.Network, false)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Overwrite(holderName(o), []byte(content))
 }
 
 // read returns the network's recorded backend; ok is false without one.
@@ -176,7 +165,7 @@ func (r records) prune(ctx context.Context, plugin, network string, keep []Owner
 		var errs []error
 		for _, e := range entries {
 			if strings.HasPrefix(e.Name, plugin+"-") && !kept[e.Name] {
-				errs = append(errs, r.unclaimHolder(d, e.Name), d.Remove(e.Name))
+				errs = append(errs, d.Remove(e.Name))
 			}
 		}
 		return errors.Join(append(errs, dropUnheld(d))...)

@@ -208,3 +208,19 @@ type kindError struct {
 
 func (e *kindError) Error() string { return e.msg + ": " + e.kind.Error() }
 func (e *kindError) Unwrap() error { return e.kind }
+
+// portsClaimedKey marks a context whose host ports were claimed.
+type portsClaimedKey struct{}
+
+// WithPortsClaimed returns ctx marked as the context of an Ensure whose
+// host ports pkg/firewall's node-wide claims already hold for its owner
+// alone: a backend need not look for other owners' overlapping ports.
+func WithPortsClaimed(ctx context.Context) context.Context {
+	return context.WithValue(ctx, portsClaimedKey{}, true)
+}
+
+// PortsClaimed reports whether ctx was marked by WithPortsClaimed.
+func PortsClaimed(ctx context.Context) bool {
+	claimed, _ := ctx.Value(portsClaimedKey{}).(bool)
+	return claimed
+}

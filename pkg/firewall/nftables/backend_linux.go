@@ -51,8 +51,14 @@ func (b *Backend) Ensure(ctx context.Context, o fwapi.Owner, r fwapi.Rules) erro
 		return types.Errorf(types.ErrIO, "%w", err)
 	}
 	defer conn.Close()
-	if err := nftmodel.CrossConflict(conn, o, desired); err != nil {
-		return err
+	// The kernel refuses a key held in the same map; overlaps across maps
+	// are read from the ruleset only where the node's host port claims did
+	// not already decide (a rootless runtime keeps none): the claims are
+	// the owner check, and the read grows with the pods.
+	if !fwapi.PortsClaimed(ctx) {
+		if err := nftmodel.CrossConflict(conn, o, desired); err != nil {
+			return err
+		}
 	}
 	return nftmodel.Ensure(ctx, conn, o, desired, skels)
 }

@@ -211,7 +211,10 @@ func (m PortMapEntry) validateRange(field string) error {
 	case n > 1 && m.HostPort+n-1 > 65535:
 		return types.Errorf(types.ErrInvalidConfig, "%s.range %d: host ports %d-%d pass 65535", field, n, m.HostPort, m.HostPort+n-1)
 	case n > 1 && m.ContainerPort != m.HostPort:
-		return types.Errorf(types.ErrInvalidConfig, "%s.containerPort %d: a range of %d ports maps each host port to the same container port, so containerPort must equal hostPort %d", field, m.ContainerPort, n, m.HostPort)
+		return types.Errorf(types.ErrInvalidConfig, "%s.containerPort %d: host ports %d-%d to container ports %d-%d is a shifted range, "+
+			"which is not supported: a range forwards each host port to the container port of the same number, so containerPort must equal hostPort %d "+
+			"(nftables cannot add an offset to a port, and a DNAT to a port range lets the kernel pick any port of it)",
+			field, m.ContainerPort, m.HostPort, m.HostPort+n-1, m.ContainerPort, m.ContainerPort+n-1, m.HostPort)
 	}
 	return nil
 }

@@ -39,7 +39,8 @@ func TestValidate(t *testing.T) {
 		{"range past 65535", head + pm(`{"hostPort":65530,"containerPort":65530,"protocol":"udp","range":7}`) + `}`,
 			[]string{"runtimeConfig.portMappings[0].range 7: host ports 65530-65536 pass 65535"}, ""},
 		{"range to other container ports", head + pm(`{"hostPort":8000,"containerPort":9000,"protocol":"tcp","range":3}`) + `}`,
-			[]string{"runtimeConfig.portMappings[0].containerPort 9000", "must equal hostPort 8000"}, ""},
+			[]string{"runtimeConfig.portMappings[0].containerPort 9000", "host ports 8000-8002 to container ports 9000-9002",
+				"shifted range", "not supported", "must equal hostPort 8000"}, ""},
 		{"ranges overlap", head + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10},`+
 			`{"hostPort":80,"containerPort":80,"protocol":"tcp"},{"hostPort":8009,"containerPort":8009,"protocol":"tcp","range":2}`) + `}`,
 			[]string{"runtimeConfig.portMappings[2] (host ports 8009-8010/tcp): overlaps runtimeConfig.portMappings[0] (8000-8009/tcp)"}, ""},

@@ -32,6 +32,7 @@ type pmCtr struct {
 	ns  *ns.NetNS
 	rc  *libcni.RuntimeConf
 	res *types.Result
+	raw []byte // the ADD result as the plugins printed it
 }
 
 func newPMNet(t testing.TB, version, backend, br string, octet int) *pmNet {
@@ -72,6 +73,7 @@ func (n *pmNet) add(id string, maps ...map[string]any) *pmCtr {
 		n.t.Fatalf("ADD %s: %v", id, err)
 	}
 	data, _ := json.Marshal(out)
+	c.raw = data
 	if c.res, err = types.DecodeResult(data, n.list.CNIVersion); err != nil {
 		n.t.Fatalf("ADD %s result: %v", id, err)
 	}

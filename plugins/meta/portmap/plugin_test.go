@@ -175,7 +175,9 @@ func TestVerbs(t *testing.T) {
 // TestRangeVerbs: a UDP range's conntrack entries are flushed for the
 // whole range, on ADD and on a DEL that reads the range back from the
 // rules; CHECK finds a range with another end missing; another
-// attachment's port inside the range is refused with code 11.
+// attachment's port inside the range is refused with code 11; a shifted
+// range (8000-8002 to 9000-9002) is refused with code 7 saying why, and
+// nothing is written.
 func TestRangeVerbs(t *testing.T) {
 	h := newHarness(firewall.KindNFTables)
 	h.fw.Conflicts = true
@@ -195,6 +197,15 @@ func TestRangeVerbs(t *testing.T) {
 	inside := `,"runtimeConfig":{"portMappings":[{"hostPort":5009,"containerPort":53,"protocol":"udp"}]}`
 	if _, e := h.run(t, "ADD", conf(inside), "CNI_CONTAINERID=ctr2"); e == nil || e.Code != types.CodeTryAgain {
 		t.Errorf("ADD of a port inside another attachment's range = %+v, want code 11", e)
+	}
+	shifted := `,"runtimeConfig":{"portMappings":[{"hostPort":8000,"containerPort":9000,"protocol":"tcp","range":3}]}`
+	calls := len(h.fw.Calls())
+	if _, e := h.run(t, "ADD", conf(shifted), "CNI_CONTAINERID=ctr3"); e == nil || e.Code != types.CodeInvalidConfig ||
+		!strings.Contains(e.Msg, "host ports 8000-8002 to container ports 9000-9002 is a shifted range, which is not supported") {
+		t.Errorf("ADD of a shifted range = %+v, want code 7 naming the mapping and why", e)
+	}
+	if len(h.fw.Calls()) != calls {
+		t.Errorf("ADD of a shifted range called the firewall: %q", h.fw.Calls()[calls:])
 	}
 	h.host.flushed = nil
 	if _, e := h.run(t, "DEL", `{"cniVersion":"1.0.0","name":"net1","type":"portmap"}`); e != nil {
