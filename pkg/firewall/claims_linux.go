@@ -207,6 +207,9 @@ func replaceClaims(d, nd *statedir.Dir, o Owner, want []claim, old []string) err
 			stale = append(stale, f)
 		}
 	}
+	if len(old) == 0 { // the list written first is already files
+		return nil
+	}
 	if err := removeClaims(d, stale); err != nil {
 		return err
 	}
@@ -293,9 +296,13 @@ func removeClaims(d *statedir.Dir, files []string) error {
 	return errors.Join(errs...)
 }
 
-// release lets go of o's claims.
+// release lets go of o's claims: one owners file read, whatever the
+// number of holders.
 func (s claimStore) release(ctx context.Context, o Owner) error {
-	return s.dropHolders(ctx, netOf(o), func(h string) bool { return h == holderOf(o) })
+	holder := holderOf(o)
+	return s.inNetwork(ctx, netOf(o), func(d, nd *statedir.Dir) error {
+		return dropHolder(d, nd, holder)
+	})
 }
 
 // prune lets go of the claims of portmap's attachments on network that
@@ -305,12 +312,35 @@ func (s claimStore) prune(ctx context.Context, network string, keep []Owner) err
 	for _, k := range keep {
 		kept[holderOf(Owner{Plugin: PluginPortmap, Network: network, ContainerID: k.ContainerID, IfName: k.IfName})] = true
 	}
-	return s.dropHolders(ctx, netOf(Owner{Plugin: PluginPortmap, Network: network}), func(h string) bool { return !kept[h] })
+	return s.inNetwork(ctx, netOf(Owner{Plugin: PluginPortmap, Network: network}), func(d, nd *statedir.Dir) error {
+		entries, err := nd.List()
+		errs := []error{err}
+		for _, e := range entries {
+			if !kept[e.Name] {
+				errs = append(errs, dropHolder(d, nd, e.Name))
+			}
+		}
+		return errors.Join(errs...)
+	})
 }
 
-// dropHolders removes the claims of the holders of the network (its hash
-// netHash) that drop selects, and their owners files.
-func (s claimStore) dropHolders(ctx context.Context, netHash string, drop func(holder string) bool) error {
+// dropHolder removes the claims the owners file holder of the network's
+// directory nd lists, then the file.
+func dropHolder(d, nd *statedir.Dir, holder string) error {
+	files, err := readLines(nd, holder)
+	if err != nil {
+		return err
+	}
+	if err := removeClaims(d, files); err != nil {
+		return err
+	}
+	return nd.Remove(holder)
+}
+
+// inNetwork runs fn with the store's lock held on the store d and the
+// owners directory nd of the network whose hash is netHash; nd goes when
+// fn left it empty. Nothing to do without them.
+func (s claimStore) inNetwork(ctx context.Context, netHash string, fn func(d, nd *statedir.Dir) error) error {
 	return s.locked(ctx, false, func(d *statedir.Dir) error {
 		owners, err := d.Sub(ownersDir, false, 0)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -327,16 +357,7 @@ func (s claimStore) dropHolders(ctx context.Context, netHash string, drop func(h
 		if err != nil {
 			return err
 		}
-		entries, err := nd.List()
-		var errs []error
-		for _, e := range entries {
-			if !drop(e.Name) {
-				continue
-			}
-			files, err := readLines(nd, e.Name)
-			errs = append(errs, err, removeClaims(d, files), nd.Remove(e.Name))
-		}
-		errs = append(errs, err, nd.Close())
+		errs := []error{fn(d, nd), nd.Close()}
 		if rerr := owners.RemoveDir(netHash); !errors.Is(rerr, unix.ENOTEMPTY) {
 			errs = append(errs, rerr)
 		}

@@ -3,6 +3,7 @@ package firewall
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -158,4 +159,33 @@ func claimFiles(t *testing.T, root string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// BenchmarkClaims: the claim and release of one attachment's port (ADD
+// and DEL) beside n other attachments' ports 30000 to 30000+n-1; a port
+// in a bucket they fill (30000+n) and one far from them (50000).
+func BenchmarkClaims(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{10, 1000} {
+		for _, port := range []int{30000 + n, 50000} {
+			b.Run(fmt.Sprintf("pods=%d/port=%d", n, port), func(b *testing.B) {
+				s := claimStore{root: filepath.Join(b.TempDir(), "cnisuite")}
+				for i := 0; i < n; i++ {
+					if _, err := s.take(ctx, pmOwnerOf("net1", fmt.Sprint("ctr", i)), []PortMapping{pm("tcp", 30000+i, 0, "")}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				o := pmOwnerOf("net1", "new")
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := s.take(ctx, o, []PortMapping{pm("tcp", port, 0, "")}); err != nil {
+						b.Fatal(err)
+					}
+					if err := s.release(ctx, o); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }
