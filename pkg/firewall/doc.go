@@ -52,6 +52,15 @@
 // and of the owner, so Remove, Check and GC need no listing of other
 // owners' rules: their cost does not grow with the number of attachments.
 //
+// # Host ports
+//
+// Whatever the backend, New puts the node's host port claims in front of
+// it (claims_linux.go): a portmap owner's ports and ranges are claimed in
+// files under RecordRoot, bucketed by port, before its rules are written,
+// and one overlapping another owner's makes Ensure fail with ErrConflict
+// naming the holder. Remove and GC let go of them. Rootless, there are no
+// claims.
+//
 // # nftables
 //
 // Tables ip/ip6 cnisuite_masq, ip/ip6 cnisuite_portmap, bridge

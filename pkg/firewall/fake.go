@@ -27,7 +27,9 @@ type Fake struct {
 	// backend does, when another owner holds a host port (protocol, port
 	// or range overlapping the rules', host address, per family) or a
 	// masqueraded address the rules need. The iptables kind never
-	// conflicts: iptables allows duplicates.
+	// conflicts: the iptables backend itself allows duplicates. (The node's
+	// host port claims, which New puts in front of either backend, are not
+	// part of the fake.)
 	Conflicts bool
 
 	mu    sync.Mutex

@@ -17,7 +17,9 @@
 // range maps and their chains join a table's skeleton only for an owner
 // with a range. An overlap the kernel does not refuse (a range against a
 // single port, a range around another) is found by reading the maps
-// before the transaction (nftmodel.CrossConflict).
+// before the transaction (nftmodel.CrossConflict), unless the context says
+// the node's host port claims decided already (fwapi.PortsClaimed): the
+// read grows with the pods, the claims do not.
 //
 // Only traffic addressed to the node reaches the port maps (prerouting and
 // output jump to them behind "fib daddr type local"). Hairpin and localhost
