@@ -232,7 +232,7 @@ func TestAutoHostPortAcrossBackends(t *testing.T) {
 	node := nodeSignals{}
 	a, ipt, _ := autoOn(t, &node)
 	c := &claimed{a, claimStore{root: a.rec.root}}
-	ports := func(ms ...PortMapping) Rules { return Rules{PortMaps: &PortMaps{Mappings: ms}} }
+	ports := portRules
 	tcp := func(port int, ip string) PortMapping {
 		return PortMapping{HostPort: port, ContainerPort: 80, Protocol: "tcp", HostIP: net.ParseIP(ip)}
 	}

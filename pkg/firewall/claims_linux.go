@@ -65,16 +65,25 @@ type claim struct {
 	host        string // "*" or an address
 }
 
-// claimsOf returns the claims of the mappings, each once.
-func claimsOf(ms []PortMapping) []claim {
+// claimsOf returns the claims of the mappings, each once, for the
+// families the rules are written for: a mapping without hostIP claims
+// every address of the families with a container address ("*" for both),
+// one whose hostIP is of a family without one claims nothing (it gets no
+// rule).
+func claimsOf(p *PortMaps) []claim {
+	every := map[[2]bool]string{{true, true}: "*", {true, false}: "0.0.0.0", {false, true}: "::"}
+	v4, v6 := p.ContainerV4 != nil, p.ContainerV6 != nil
 	var out []claim
 	seen := map[claim]bool{}
-	for _, m := range ms {
-		c := claim{proto: strings.ToLower(m.Protocol), first: m.HostPort, last: m.HostLast(), host: "*"}
+	for _, m := range p.Mappings {
+		c := claim{proto: strings.ToLower(m.Protocol), first: m.HostPort, last: m.HostLast(), host: every[[2]bool{v4, v6}]}
 		if m.HostIP != nil {
 			c.host = m.HostIP.String()
+			if (m.HostIP.To4() != nil && !v4) || (m.HostIP.To4() == nil && !v6) {
+				c.host = ""
+			}
 		}
-		if !seen[c] {
+		if c.host != "" && !seen[c] {
 			seen[c] = true
 			out = append(out, c)
 		}
@@ -143,11 +152,10 @@ func holderOf(o Owner) string { return o.Hash()[:32] }
 
 func netOf(o Owner) string { return o.NetHash()[:32] }
 
-// take claims the host ports of ms for o, replacing o's earlier claims;
-// one another holder has fails with ErrConflict, naming both and nothing
-// changed. fresh reports that o held no claim before.
-func (s claimStore) take(ctx context.Context, o Owner, ms []PortMapping) (fresh bool, err error) {
-	want := claimsOf(ms)
+// take claims want for o, replacing o's earlier claims; one another
+// holder has fails with ErrConflict, naming both and nothing changed.
+// fresh reports that o held no claim before.
+func (s claimStore) take(ctx context.Context, o Owner, want []claim) (fresh bool, err error) {
 	holder := holderOf(o)
 	err = s.locked(ctx, true, func(d *statedir.Dir) error {
 		if err := findConflict(d, want, holder); err != nil {
@@ -416,7 +424,7 @@ func (c *claimed) Ensure(ctx context.Context, o Owner, r Rules) error {
 	if r.PortMaps == nil || len(r.PortMaps.Mappings) == 0 || !c.store.on() {
 		return c.Backend.Ensure(ctx, o, r)
 	}
-	fresh, err := c.store.take(ctx, o, r.PortMaps.Mappings)
+	fresh, err := c.store.take(ctx, o, claimsOf(r.PortMaps))
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,15 @@ func pmOwnerOf(network, id string) Owner {
 	return Owner{Plugin: PluginPortmap, Network: network, ContainerID: id, IfName: "eth0"}
 }
 
-func portRules(ms ...PortMapping) Rules { return Rules{PortMaps: &PortMaps{Mappings: ms}} }
+// portRules maps ms to a container with an address of each family.
+func portRules(ms ...PortMapping) Rules {
+	return Rules{PortMaps: &PortMaps{Mappings: ms, ContainerV4: bothFamilies.ContainerV4, ContainerV6: bothFamilies.ContainerV6}}
+}
+
+var bothFamilies = &PortMaps{
+	ContainerV4: &net.IPNet{IP: net.ParseIP("10.88.0.2"), Mask: net.CIDRMask(16, 32)},
+	ContainerV6: &net.IPNet{IP: net.ParseIP("fd00::2"), Mask: net.CIDRMask(64, 128)},
+}
 
 func pm(proto string, port, n int, host string) PortMapping {
 	return PortMapping{HostPort: port, ContainerPort: port, Protocol: proto, Range: n, HostIP: net.ParseIP(host)}
@@ -78,6 +86,37 @@ func TestClaimsOverlap(t *testing.T) {
 		}
 		if err := c.Remove(ctx, o); err != nil {
 			t.Fatalf("%s: Remove: %v", tc.name, err)
+		}
+	}
+}
+
+// TestClaimsFollowFamilies: an attachment claims only what its rules
+// forward: a mapping without hostIP, for a container with an IPv4 address
+// only, every IPv4 address; a hostIP of the family it has no address of,
+// nothing.
+func TestClaimsFollowFamilies(t *testing.T) {
+	ctx := context.Background()
+	c, _, _ := claimsOn(t)
+	v4only := portRules(pm("tcp", 80, 0, ""), pm("udp", 53, 0, "fd00::9"))
+	v4only.PortMaps.ContainerV6 = nil
+	if err := c.Ensure(ctx, pmOwnerOf("net1", "a"), v4only); err != nil {
+		t.Fatalf("Ensure(IPv4 only): %v", err)
+	}
+	for _, tc := range []struct {
+		m        PortMapping
+		conflict bool
+	}{
+		{pm("tcp", 80, 0, ""), true},
+		{pm("tcp", 80, 0, "10.0.0.1"), true},
+		{pm("tcp", 80, 0, "::"), false},
+		{pm("udp", 53, 0, "fd00::9"), false},
+	} {
+		o := pmOwnerOf("net2", "b")
+		if err := c.Ensure(ctx, o, portRules(tc.m)); errors.Is(err, ErrConflict) != tc.conflict {
+			t.Errorf("Ensure(%s %d on %v) = %v, want conflict %v", tc.m.Protocol, tc.m.HostPort, tc.m.HostIP, err, tc.conflict)
+		}
+		if err := c.Remove(ctx, o); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -171,14 +210,14 @@ func BenchmarkClaims(b *testing.B) {
 			b.Run(fmt.Sprintf("pods=%d/port=%d", n, port), func(b *testing.B) {
 				s := claimStore{root: filepath.Join(b.TempDir(), "cnisuite")}
 				for i := 0; i < n; i++ {
-					if _, err := s.take(ctx, pmOwnerOf("net1", fmt.Sprint("ctr", i)), []PortMapping{pm("tcp", 30000+i, 0, "")}); err != nil {
+					if _, err := s.take(ctx, pmOwnerOf("net1", fmt.Sprint("ctr", i)), claimsOf(portRules(pm("tcp", 30000+i, 0, "")).PortMaps)); err != nil {
 						b.Fatal(err)
 					}
 				}
 				o := pmOwnerOf("net1", "new")
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					if _, err := s.take(ctx, o, []PortMapping{pm("tcp", port, 0, "")}); err != nil {
+					if _, err := s.take(ctx, o, claimsOf(portRules(pm("tcp", port, 0, "")).PortMaps)); err != nil {
 						b.Fatal(err)
 					}
 					if err := s.release(ctx, o); err != nil {
