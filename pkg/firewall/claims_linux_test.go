@@ -183,6 +183,32 @@ func TestClaimsLifecycle(t *testing.T) {
 	}
 }
 
+// TestClaimsRace: twenty attachments asking at once for ports that
+// overlap (each a range from 8000 of its own length): exactly one gets
+// them, the others are refused with ErrConflict.
+func TestClaimsRace(t *testing.T) {
+	ctx := context.Background()
+	c, _, _ := claimsOn(t)
+	errs := make(chan error, 20)
+	for i := 0; i < 20; i++ {
+		go func() {
+			errs <- c.Ensure(ctx, pmOwnerOf("net1", fmt.Sprint("ctr", i)), portRules(pm("tcp", 8000, i+1, "")))
+		}()
+	}
+	won := 0
+	for i := 0; i < 20; i++ {
+		switch err := <-errs; {
+		case err == nil:
+			won++
+		case !errors.Is(err, ErrConflict):
+			t.Errorf("Ensure: %v, want success or ErrConflict", err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d of 20 racing attachments got overlapping ports, want 1", won)
+	}
+}
+
 // claimFiles lists the regular files under root's claim buckets and owner
 // files (the lock aside).
 func claimFiles(t *testing.T, root string) []string {
