@@ -442,6 +442,44 @@ func (d *Dir) List() ([]Entry, error) {
 	return out, nil
 }
 
+// Empty reports whether the directory holds no entry besides those ignore
+// accepts (nil: none). It reads a few entries at a time and stops at the
+// first other one, so that asking costs the same for a directory of
+// thousands of entries (the holders of a sysctl, one per pod) as for one of
+// a few; List reads them all.
+func (d *Dir) Empty(ignore func(name string) bool) (bool, error) {
+	var fd int
+	err := retry(func() (err error) {
+		fd, err = unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return false, &fs.PathError{Op: "open", Path: d.path, Err: err}
+	}
+	defer unix.Close(fd)
+	// Room for a few entries, and for one of the longest name (255 bytes).
+	buf := make([]byte, 1024)
+	for {
+		var n int
+		err := retry(func() (err error) {
+			n, err = unix.Getdents(fd, buf)
+			return err
+		})
+		if err != nil {
+			return false, &fs.PathError{Op: "getdents", Path: d.path, Err: err}
+		}
+		if n <= 0 {
+			return true, nil
+		}
+		_, _, names := unix.ParseDirent(buf[:n], -1, nil) // leaves out . and ..
+		for _, name := range names {
+			if ignore == nil || !ignore(name) {
+				return false, nil
+			}
+		}
+	}
+}
+
 // RemoveAll removes the directory name and everything below it without
 // following a link: a link inside is removed itself, and name being a
 // link (or a file) is refused with ErrLink. An absent name is not an

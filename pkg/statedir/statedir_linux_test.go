@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -185,4 +186,38 @@ func TestReadFileSizes(t *testing.T) {
 			t.Errorf("ReadFile(%q) = nil error, want a refusal", bad)
 		}
 	}
+}
+
+func TestEmpty(t *testing.T) {
+	d, err := OpenRoot(t.TempDir(), false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	dots := func(name string) bool { return strings.HasPrefix(name, ".") }
+	check := func(what string, ignore func(string) bool, want bool) {
+		t.Helper()
+		got, err := d.Empty(ignore)
+		if err != nil || got != want {
+			t.Errorf("%s: Empty() = %v, %v; want %v", what, got, err, want)
+		}
+	}
+	check("new directory", nil, true)
+	if err := d.CreateNew(".lock", nil); err != nil {
+		t.Fatal(err)
+	}
+	check("a dot file, nothing ignored", nil, false)
+	check("a dot file, dot files ignored", dots, true)
+	// Many ignored entries with long names, more than one read's worth,
+	// then one that counts: Empty reads on until it finds it.
+	for i := 0; i < 200; i++ {
+		if err := d.CreateNew("."+strings.Repeat("x", 200)+strconv.Itoa(i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("200 ignored entries", dots, true)
+	if err := d.CreateNew(strings.Repeat("y", 255), nil); err != nil {
+		t.Fatal(err)
+	}
+	check("200 ignored entries and one of the longest name", dots, false)
 }

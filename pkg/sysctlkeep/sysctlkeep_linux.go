@@ -94,14 +94,16 @@ func (k Keeper) Hold(key, value, holder string) error {
 			return err
 		}
 		defer d.Close()
-		entries, err := d.List()
+		// Whether anyone holds the key, not who: one read, however many
+		// pods hold it.
+		empty, err := d.Empty(nil)
 		if err != nil {
 			return err
 		}
 		if err := d.Overwrite(holder, nil); err != nil {
 			return err
 		}
-		if len(entries) > 0 {
+		if !empty {
 			return nil // held already: the file lists it
 		}
 		return k.rewrite(holds)
@@ -151,8 +153,8 @@ func releaseIn(holds *statedir.Dir, key, holder string) (emptied bool, err error
 	if err := d.Remove(holder); err != nil {
 		return false, err
 	}
-	left, err := d.List()
-	if err != nil || len(left) > 0 {
+	empty, err := d.Empty(nil)
+	if err != nil || !empty {
 		return false, err
 	}
 	return true, holds.RemoveDir(key)
