@@ -21,18 +21,33 @@ type cnitool struct {
 // run runs one verb for the container whose namespace is netns, with the
 // given capability arguments, and returns how long it took.
 func (c *cnitool) run(verb, netns, capArgs string) (time.Duration, error) {
+	wall, _, err := c.runCPU(verb, netns, capArgs)
+	return wall, err
+}
+
+// runCPU is run that also returns the CPU time (user + system) of cnitool
+// and every process it waited for: the plugins and the IPAM they started,
+// not the helpers a DEL leaves behind. Unlike the wall time, it hardly
+// moves with what else the machine runs, so its growth is the steadier
+// measure of work that grows with the pods on the node.
+func (c *cnitool) runCPU(verb, netns, capArgs string) (wall, cpu time.Duration, err error) {
 	cmd := exec.Command(c.tool, verb, c.network, netns)
 	cmd.Env = append(os.Environ(),
 		"CNI_PATH="+c.pluginDir, "NETCONFPATH="+c.confDir, "CAP_ARGS="+capArgs, "CNI_IFNAME=eth0")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	err := cmd.Run()
-	elapsed := time.Since(start)
-	if err != nil {
-		return elapsed, fmt.Errorf("cnitool %s %s: %v: %s", verb, netns, err, out.String())
+	err = cmd.Run()
+	wall = time.Since(start)
+	if st := cmd.ProcessState; st != nil { // nil when cnitool did not start
+		if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+			cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
 	}
-	return elapsed, nil
+	if err != nil {
+		return wall, cpu, fmt.Errorf("cnitool %s %s: %v: %s", verb, netns, err, out.String())
+	}
+	return wall, cpu, nil
 }
 
 func portMapping(port int) string {
@@ -42,7 +57,8 @@ func portMapping(port int) string {
 // interleaved runs ADD for container i of every chain in turn, for every
 // i, then CHECK the same way, then DEL: each chain sees the same machine
 // at the same moment, so drift in the machine's speed cancels out of the
-// ratios. It returns the latencies per chain and verb.
+// ratios. It returns the latencies per chain and verb, and the CPU times
+// under "cpu-" and the verb.
 func interleaved(tools []*cnitool, chains []*chain, n int) ([]map[string][]time.Duration, error) {
 	out := make([]map[string][]time.Duration, len(chains))
 	for i := range out {
@@ -51,11 +67,12 @@ func interleaved(tools []*cnitool, chains []*chain, n int) ([]map[string][]time.
 	for _, verb := range []string{"add", "check", "del"} {
 		for i := 0; i < n; i++ {
 			for k, c := range chains {
-				d, err := tools[k].run(verb, c.netnses[i], portMapping(c.portBase+i))
+				d, cpu, err := tools[k].runCPU(verb, c.netnses[i], portMapping(c.portBase+i))
 				if err != nil {
 					return out, fmt.Errorf("%s chain: %w", c.name, err)
 				}
 				out[k][verb] = append(out[k][verb], d)
+				out[k]["cpu-"+verb] = append(out[k]["cpu-"+verb], cpu)
 			}
 		}
 	}

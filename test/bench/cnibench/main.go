@@ -29,6 +29,7 @@ type options struct {
 	busyN           int
 	criN, criK      int
 	criOnly         bool
+	seqOnly         bool
 	reference       string
 	conflist        string
 }
@@ -53,6 +54,7 @@ func parseFlags() (*options, error) {
 	flag.BoolVar(&o.criOnly, "cri-only", false, "measure the CRI row alone")
 	flag.StringVar(&o.reference, "reference", "bin/tools/reference", "directory of the reference plugins (scripts/reference-plugins.sh), for the CRI row")
 	flag.StringVar(&o.conflist, "conflist", "examples/kubernetes.conflist", "the configuration of the CRI row")
+	flag.BoolVar(&o.seqOnly, "seq-only", false, "measure the sequential pairs alone (-n, -backends: ADD, CHECK, DEL and their growth)")
 	flag.BoolVar(&o.statusOnly, "status-only", false, "measure the chains' STATUS alone")
 	flag.IntVar(&o.statusPods, "status-pods", 100, "pods attached to each chain during its second STATUS row (0: only the row without pods)")
 	flag.BoolVar(&o.rssOnly, "rss-only", false, "measure the plugins' peak memory alone")

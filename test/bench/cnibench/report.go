@@ -41,6 +41,7 @@ func (rep *report) markdown() string {
 // measurements writes the rows of the second table: errors, host-local,
 // bursts, busy node, STATUS, upgrade, per plugin, memory.
 func (rep *report) measurements(b *strings.Builder) {
+	rep.cpuRows(b)
 	for backend, n := range rep.ParallelErrors {
 		fmt.Fprintf(b, "| %d parallel ADDs then DELs, %s | %d errors |\n", rep.Parallel, backend, n)
 	}
@@ -95,6 +96,19 @@ func (rep *report) measurements(b *strings.Builder) {
 	sort.Strings(plugins)
 	for _, p := range plugins {
 		fmt.Fprintf(b, "| peak RSS of %s (GNU time, any backend) | %s |\n", p, peakCell(rep.PeakKB[p]))
+	}
+}
+
+// cpuRows writes the CPU time per call of each sequential scenario:
+// medians, and the growth (last fifth over first fifth) of ADD and DEL.
+func (rep *report) cpuRows(b *strings.Builder) {
+	for _, s := range rep.Scenarios {
+		if len(s.CPU) == 0 || s.CPU["add"].N == 0 {
+			continue
+		}
+		c := s.CPU
+		fmt.Fprintf(b, "| CPU per call, %s, N=%d: ADD, CHECK, DEL median; growth ADD, DEL | %.1f, %.1f, %.1f ms; %.2f, %.2f |\n",
+			s.Chain, s.N, c["add"].Median, c["check"].Median, c["del"].Median, c["add"].Growth, c["del"].Growth)
 	}
 }
 

@@ -24,6 +24,9 @@ type scenario struct {
 	// GrowthOverFloor divides the growth by the floor's growth in the same
 	// interleaved run: what is left once the machine's own drift is taken out.
 	GrowthOverFloor map[string]float64 `json:"growth_over_floor_growth,omitempty"`
+	// CPU summarises the CPU time per call (cnitool and the processes it
+	// waited for) of the sequential pairs, by verb.
+	CPU map[string]Stats `json:"cpu_ms,omitempty"`
 }
 
 type report struct {
@@ -58,6 +61,9 @@ func runAll(o *options) (*report, error) {
 		return rep, rep.hostLocal(o, netnses[0])
 	}
 	maxN := max(o.parallel, o.burstN, o.burstAll)
+	if o.seqOnly {
+		maxN = 0
+	}
 	for _, n := range o.sizes {
 		maxN = max(maxN, n)
 	}
@@ -89,6 +95,9 @@ func runAll(o *options) (*report, error) {
 				return rep, err
 			}
 		}
+	}
+	if o.seqOnly {
+		return rep, nil
 	}
 	var errs []error
 	if len(ours) > 0 {
@@ -134,12 +143,13 @@ func (rep *report) sequential(o *options, floor string, chains []*chain, n int) 
 	samples, err := interleaved(tools, chains, n)
 	var floorStats *scenario
 	for k, c := range chains {
-		s := &scenario{Chain: c.name, Client: "cnitool", N: n, Verbs: map[string]Stats{}}
+		s := &scenario{Chain: c.name, Client: "cnitool", N: n, Verbs: map[string]Stats{}, CPU: map[string]Stats{}}
 		if c.name == "floor" {
 			s.Chain = "floor (paired with " + chains[len(chains)-1].name + ")"
 		}
 		for _, v := range verbs {
 			s.Verbs[v] = summarise(samples[k][v])
+			s.CPU[v] = summarise(samples[k]["cpu-"+v])
 		}
 		if c.name == "floor" {
 			floorStats = s

@@ -38,7 +38,8 @@ func TestBenchSmoke(t *testing.T) {
 		"| default | cnitool | 20 |", "| default | libcni | 20 |", "| default (100 NAT rules) |",
 		"burst 12×4, default: ADD phase", "burst 12×4, default: ADD+CHECK phase", "burst 8×8, default: ADD phase",
 		"burst 8×8, default: ADD+CHECK phase", "burst 8×8, default: CPU per pod", "busy node, default", "STATUS of the default chain", "host-local on disk",
-		"peak RSS of bridge", "peak RSS of portmap", "peak RSS of tuning",
+		"peak RSS of bridge", "peak RSS of portmap", "peak RSS of tuning", "CPU per call, default, N=20",
+		"CPU per call, floor (paired with default), N=20",
 	} {
 		if !strings.Contains(md, row) {
 			t.Errorf("the report has no row %q:\n%s", row, md)
@@ -68,6 +69,38 @@ func TestBenchSmoke(t *testing.T) {
 	// too) and is a smaller program.
 	if b, tu := rep.PeakKB["bridge"]["ADD"], rep.PeakKB["tuning"]["ADD"]; tu >= b {
 		t.Errorf("peak RSS of tuning ADD %d KiB, of bridge ADD %d KiB: not each plugin's own", tu, b)
+	}
+}
+
+// TestBenchSeqOnly: -seq-only measures the sequential pair and nothing
+// else, and each call's CPU time is there, the chain's above the floor's
+// (the floor only starts its processes).
+func TestBenchSeqOnly(t *testing.T) {
+	sandbox.Require(t)
+	tools := t.TempDir()
+	for pkg, name := range map[string]string{
+		"github.com/containernetworking/cni/cnitool": "cnitool",
+		"cnisuite/test/bench/floor":                  "floor",
+	} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(tools, name), pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	o := &options{bin: sandbox.Bin(t), tools: tools, sizes: []int{20}, backends: []string{"default"}, seqOnly: true,
+		parallel: 4, burstN: 12, burstK: 4, burstAll: 8, busyRules: 100, busyN: 5}
+	rep, err := runAll(o)
+	if err != nil {
+		t.Fatalf("runAll: %v", err)
+	}
+	if len(rep.Scenarios) != 2 || len(rep.Bursts)+len(rep.Busy)+len(rep.Status)+len(rep.HostLocal) != 0 {
+		t.Fatalf("-seq-only measured %d scenarios (want 2), %d bursts, %d busy rows, %d STATUS rows, %d host-local rows (want none)",
+			len(rep.Scenarios), len(rep.Bursts), len(rep.Busy), len(rep.Status), len(rep.HostLocal))
+	}
+	floor, ours := rep.Scenarios[0].CPU, rep.Scenarios[1].CPU
+	for _, v := range verbs {
+		if floor[v].N != 20 || floor[v].Median <= 0 || ours[v].Median <= floor[v].Median {
+			t.Errorf("CPU per %s: ours %+v, floor's %+v; want 20 calls each, ours above the floor's", v, ours[v], floor[v])
+		}
 	}
 }
 
