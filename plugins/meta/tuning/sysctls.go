@@ -5,14 +5,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/jsonobject"
 	"cnisuite/pkg/types"
@@ -109,65 +105,6 @@ func SysctlPath(key, ifName string) (string, error) {
 			"sysctl key %q: invalid net sysctl key: only keys under /proc/sys/net are allowed", key)
 	}
 	return strings.Join(parts, "/"), nil
-}
-
-// ResolveSysctl checks that the file of rel under root (normally /proc/sys)
-// does not leave root/net through a symbolic link, and returns its path.
-// A file that does not exist is reported with fs.ErrNotExist.
-//
-// The check is one lookup beneath root/net (openat2 RESOLVE_BENEATH), not
-// one per path component: every lookup under /proc/sys/net compares with
-// the entries of all the network namespaces of the machine, so it grows
-// with the number of containers. Kernels without openat2 get the
-// component-by-component check.
-func ResolveSysctl(root, rel string) (string, error) {
-	netDir := filepath.Join(root, "net")
-	under, ok := strings.CutPrefix(filepath.ToSlash(filepath.Clean(rel)), "net/")
-	if !ok {
-		return "", types.Errorf(types.ErrInvalidConfig, "sysctl key %q: not under net", rel)
-	}
-	dir, err := unix.Open(netDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", types.Errorf(types.ErrIO, "sysctl root %s: %w", root, err)
-	}
-	defer unix.Close(dir)
-	fd, err := unix.Openat2(dir, under, &unix.OpenHow{
-		Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	switch {
-	case errors.Is(err, unix.ENOSYS):
-		return resolveByComponent(root, rel)
-	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
-		return "", fmt.Errorf("sysctl %s: %w", rel, fs.ErrNotExist)
-	case errors.Is(err, unix.EXDEV):
-		return "", types.Errorf(types.ErrInvalidConfig, "sysctl key %q: resolves outside %s", rel, netDir)
-	case err != nil:
-		return "", types.Errorf(types.ErrIO, "sysctl %s: %w", rel, err)
-	}
-	unix.Close(fd)
-	return filepath.Join(root, filepath.FromSlash(rel)), nil
-}
-
-// resolveByComponent is ResolveSysctl resolving each symbolic link on the
-// way and comparing the result with root/net.
-func resolveByComponent(root, rel string) (string, error) {
-	base, err := filepath.EvalSymlinks(filepath.Join(root, "net"))
-	if err != nil {
-		return "", types.Errorf(types.ErrIO, "sysctl root %s: %w", root, err)
-	}
-	full := filepath.Join(root, filepath.FromSlash(rel))
-	real, err := filepath.EvalSymlinks(full)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("sysctl %s: %w", rel, err)
-	}
-	if err != nil {
-		return "", types.Errorf(types.ErrIO, "sysctl %s: %w", rel, err)
-	}
-	if !strings.HasPrefix(real, base+string(filepath.Separator)) {
-		return "", types.Errorf(types.ErrInvalidConfig,
-			"sysctl key %q: resolves to %s, outside %s", rel, real, filepath.Join(root, "net"))
-	}
-	return real, nil
 }
 
 // AllowList is the operator's list of permitted sysctl keys. A nil AllowList

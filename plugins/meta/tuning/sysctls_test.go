@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -81,27 +80,6 @@ func fakeProcSys(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return root
-}
-
-func TestResolveSysctl(t *testing.T) {
-	root := fakeProcSys(t)
-	tests := []struct {
-		name, rel string
-		wantErr   error // nil: resolves
-	}{
-		{"plain file", "net/ipv4/conf/eth0/rp_filter", nil},
-		{"symlink inside net", "net/ipv4/conf/alias/rp_filter", nil},
-		{"symlink escape", "net/evil/core_pattern", types.ErrInvalidConfig},
-		{"missing file", "net/ipv4/conf/eth9/rp_filter", fs.ErrNotExist},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := ResolveSysctl(root, tc.rel)
-			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
-				t.Fatalf("ResolveSysctl(%q) = %v, want %v", tc.rel, err, tc.wantErr)
-			}
-		})
-	}
 }
 
 func TestSysctlsDecode(t *testing.T) {

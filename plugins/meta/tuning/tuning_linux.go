@@ -11,7 +11,6 @@ import (
 	"cnisuite/pkg/linkops"
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/skel"
-	"cnisuite/pkg/sysctl"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/undo"
 	"cnisuite/pkg/version"
@@ -106,7 +105,14 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkops.A
 	if err := checkMACRestorable(a.IfName, before.MAC, c.HardwareAddr()); err != nil {
 		return linkops.Attrs{}, err
 	}
-	st, err := t.originals(c, before, settings)
+	var tree *sysctlTree // opened only for sysctls: each opening is a lookup from /proc/sys
+	if len(settings) > 0 {
+		if tree, err = openSysctlTree(t.sysRoot); err != nil {
+			return linkops.Attrs{}, err
+		}
+		defer tree.Close()
+	}
+	st, err := originals(tree, c, before, settings)
 	if err != nil {
 		return linkops.Attrs{}, err
 	}
@@ -120,7 +126,7 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkops.A
 	if st.Features != nil || st.Channels != nil {
 		a.Log.Debug("ethtool originals", map[string]any{"features": st.Features, "channels": st.Channels})
 	}
-	if err := t.write(before, settings, st.Sysctl, changes); err != nil {
+	if err := t.write(tree, before, settings, st.Sysctl, changes); err != nil {
 		if fresh {
 			err = errors.Join(err, store.Remove(a.ContainerID, a.IfName))
 		}
@@ -131,19 +137,19 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkops.A
 
 // originals returns the state DEL will restore: the link attributes c
 // changes and the current value of every sysctl it writes.
-func (t *tuner) originals(c *Config, before linkops.Attrs, settings []Setting) (*State, error) {
+func originals(tree *sysctlTree, c *Config, before linkops.Attrs, settings []Setting) (*State, error) {
 	st := &State{Network: c.Name}
 	snapshotAttrs(st, c, before)
 	var err error
-	st.Sysctl, err = t.readSysctls(settings)
+	st.Sysctl, err = readSysctls(tree, settings)
 	return st, err
 }
 
 // write sets the sysctls, then the link attributes; on failure it undoes
 // what it did, last first, and returns the failure with any undo error.
-func (t *tuner) write(link linkops.Attrs, settings, originals []Setting, changes []attrChange) error {
+func (t *tuner) write(tree *sysctlTree, link linkops.Attrs, settings, originals []Setting, changes []attrChange) error {
 	var rollback undo.Stack
-	err := t.writeSysctls(settings, originals, &rollback)
+	err := writeSysctls(tree, settings, originals, &rollback)
 	for _, ch := range changes {
 		if err != nil {
 			break
@@ -175,8 +181,7 @@ func saveState(store Store, a *skel.CmdArgs, st *State) (bool, error) {
 
 // readSysctls returns the current value of every setting's sysctl, once
 // per path, checking that none leaves /proc/sys/net.
-func (t *tuner) readSysctls(settings []Setting) ([]Setting, error) {
-	fsys := sysctl.FS{Root: t.sysRoot}
+func readSysctls(tree *sysctlTree, settings []Setting) ([]Setting, error) {
 	var out []Setting
 	seen := map[string]bool{}
 	for _, s := range settings {
@@ -184,15 +189,12 @@ func (t *tuner) readSysctls(settings []Setting) ([]Setting, error) {
 			continue
 		}
 		seen[s.Path] = true
-		if _, err := ResolveSysctl(t.sysRoot, s.Path); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, types.Errorf(types.ErrInvalidConfig, "sysctl %q: no such sysctl in the container network namespace", s.Path)
-			}
-			return nil, err
+		v, err := tree.Get(s.Path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, types.Errorf(types.ErrInvalidConfig, "sysctl %q: no such sysctl in the container network namespace", s.Path)
 		}
-		v, err := fsys.Get(s.Path)
 		if err != nil {
-			return nil, types.Errorf(types.ErrIO, "sysctl %q: %w", s.Path, err)
+			return nil, err
 		}
 		out = append(out, Setting{Path: s.Path, Value: v})
 	}
@@ -201,18 +203,17 @@ func (t *tuner) readSysctls(settings []Setting) ([]Setting, error) {
 
 // writeSysctls writes the settings in order, pushing on rollback the write of
 // each original value.
-func (t *tuner) writeSysctls(settings, originals []Setting, rollback *undo.Stack) error {
-	fsys := sysctl.FS{Root: t.sysRoot}
+func writeSysctls(tree *sysctlTree, settings, originals []Setting, rollback *undo.Stack) error {
 	orig := map[string]string{}
 	for _, o := range originals {
 		orig[o.Path] = o.Value
 	}
 	for _, s := range settings {
-		if err := fsys.Set(s.Path, s.Value); err != nil {
+		if err := tree.Set(s.Path, s.Value); err != nil {
 			return fmt.Errorf("sysctl %q: %w", s.Path, err)
 		}
 		path, value := s.Path, orig[s.Path]
-		rollback.Push("sysctl "+path, func() error { return fsys.Set(path, value) })
+		rollback.Push("sysctl "+path, func() error { return tree.Set(path, value) })
 	}
 	return nil
 }

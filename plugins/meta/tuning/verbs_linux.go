@@ -14,7 +14,6 @@ import (
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/statedir"
-	"cnisuite/pkg/sysctl"
 	"cnisuite/pkg/types"
 )
 
@@ -39,16 +38,19 @@ func (t *tuner) Check(_ context.Context, a *skel.CmdArgs) error {
 }
 
 func (t *tuner) checkSysctls(settings []Setting) error {
-	fsys := sysctl.FS{Root: t.sysRoot}
+	if len(settings) == 0 {
+		return nil
+	}
+	tree, err := openSysctlTree(t.sysRoot)
+	if err != nil {
+		return err
+	}
+	defer tree.Close()
 	var errs []error
 	for _, s := range settings {
-		if _, err := ResolveSysctl(t.sysRoot, s.Path); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		got, err := fsys.Get(s.Path)
+		got, err := tree.Get(s.Path)
 		if err != nil {
-			errs = append(errs, types.Errorf(types.ErrIO, "sysctl %q: %w", s.Path, err))
+			errs = append(errs, err)
 			continue
 		}
 		// The kernel prints vectors tab-separated; compare the fields.
@@ -123,24 +125,34 @@ func (t *tuner) Del(_ context.Context, a *skel.CmdArgs) error {
 	return store.Remove(a.ContainerID, a.IfName)
 }
 
-// restore runs inside the container namespace: sysctls latest first, then
-// the link attributes. A missing link or sysctl is skipped.
-func (t *tuner) restore(st *State, ifName string) error {
-	fsys := sysctl.FS{Root: t.sysRoot}
+// restoreSysctls writes the saved values back, latest first; a missing
+// sysctl is skipped.
+func (t *tuner) restoreSysctls(saved []Setting, ifName string) error {
+	tree, err := openSysctlTree(t.sysRoot)
+	if err != nil {
+		return err
+	}
+	defer tree.Close()
 	var errs []error
-	for i := len(st.Sysctl) - 1; i >= 0; i-- {
-		s := st.Sysctl[i]
+	for i := len(saved) - 1; i >= 0; i-- {
+		s := saved[i]
 		if _, err := SysctlPath(s.Path, ifName); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		_, err := ResolveSysctl(t.sysRoot, s.Path)
-		if err == nil {
-			err = fsys.Set(s.Path, s.Value)
-		}
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := tree.Set(s.Path, s.Value); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// restore runs inside the container namespace: sysctls latest first, then
+// the link attributes. A missing link or sysctl is skipped.
+func (t *tuner) restore(st *State, ifName string) error {
+	var errs []error
+	if len(st.Sysctl) > 0 {
+		errs = append(errs, t.restoreSysctls(st.Sysctl, ifName))
 	}
 	link, err := t.linkOps().Get(ifName)
 	switch {
