@@ -157,6 +157,32 @@ func AttachPort(h *netlink.Handle, l, bridge netlink.Link, o PortOptions) error 
 	return nil
 }
 
+// addrGenModeNone is IN6_ADDR_GEN_MODE_NONE (linux/if_link.h).
+const addrGenModeNone = 1
+
+// NoLinkLocal keeps the kernel from giving l an IPv6 link-local address
+// when it comes up; it must run before l is up. A bridge port needs no
+// address of its own (the bridge holds the gateway's), and each one the
+// host side holds costs every later veth deletion: the kernel walks the
+// whole IPv6 routing table of the host's namespace on an interface's
+// removal (addrconf_ifdown -> fib6_clean_all), and a link-local address
+// adds per-interface routes to it, so that walk grows with the pods on the
+// node. Without one the port also sends no DAD or MLD packets for the
+// bridge to flood to every other port. A kernel without IPv6 has nothing
+// to keep away.
+//
+// Equivalent to: ip link set $l addrgenmode none
+func NoLinkLocal(h *netlink.Handle, l netlink.Link) error {
+	err := orDefault(h).LinkSetIP6AddrGenMode(l, addrGenModeNone)
+	if errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EOPNOTSUPP) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("setting %q IPv6 address generation mode none: %w", l.Attrs().Name, err)
+	}
+	return nil
+}
+
 // orDefault returns h, or for nil a handle acting like netlink's package
 // functions: on sockets of the calling thread's namespace.
 func orDefault(h *netlink.Handle) *netlink.Handle {

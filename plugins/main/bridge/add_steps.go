@@ -42,6 +42,9 @@ func (at *attach) setupVeth(context.Context) error {
 	if err := ifconf.DisableRA(hostName); err != nil {
 		return err
 	}
+	if err := link.NoLinkLocal(at.host, pair.Host); err != nil {
+		return err
+	}
 	opts := link.PortOptions{Hairpin: c.HairpinMode, Isolated: c.PortIsolation}
 	if err := link.AttachPort(at.host, pair.Host, at.br, opts); err != nil {
 		return err

@@ -54,6 +54,11 @@ func TestPortFeatures(t *testing.T) {
 					t.Errorf("accept_ra on %s = %q, want 0", name, v)
 				}
 			}
+			// No link-local address on the port: nothing for each later
+			// veth deletion to walk past in the host's IPv6 routes.
+			if addrs, err := netlink.AddrList(hostLink(t, host), netlink.FAMILY_V6); err != nil || len(addrs) != 0 {
+				t.Errorf("IPv6 addresses of host veth %s = %v, %v; want none", host, addrs, err)
+			}
 			if q := hostLink(t, host).Attrs().TxQLen; q != 1000 {
 				t.Errorf("host veth txqueuelen = %d, want the kernel default 1000", q)
 			}
