@@ -60,20 +60,10 @@ func runAll(o *options) (*report, error) {
 		}
 		return rep, rep.hostLocal(o, netnses[0])
 	}
-	maxN := max(o.parallel, o.burstN, o.burstAll)
-	if o.seqOnly {
-		maxN = 0
-	}
-	for _, n := range o.sizes {
-		maxN = max(maxN, n)
-	}
-	if o.criOnly {
-		maxN = 0 // containerd makes the pods' namespaces
-	}
 	// One set of container namespaces: the floor configures nothing in
 	// them, so it shares them with the chain it is paired with, and the
 	// node holds exactly N containers of ours, as a node with N pods does.
-	netnses, err := makeNetns("c", maxN)
+	netnses, err := makeNetns("c", namespacesNeeded(o))
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +89,27 @@ func runAll(o *options) (*report, error) {
 	if o.seqOnly {
 		return rep, nil
 	}
+	return rep, rep.rest(o, floor, floorChain, ours, netnses)
+}
+
+// namespacesNeeded is the number of container namespaces the run's
+// measurements use at most.
+func namespacesNeeded(o *options) int {
+	if o.criOnly {
+		return 0 // containerd makes the pods' namespaces
+	}
+	maxN := max(o.parallel, o.burstN, o.burstAll)
+	if o.seqOnly {
+		maxN = 0
+	}
+	for _, n := range o.sizes {
+		maxN = max(maxN, n)
+	}
+	return maxN
+}
+
+// rest runs every measurement after the sequential pairs.
+func (rep *report) rest(o *options, floor string, floorChain *chain, ours []*chain, netnses []string) error {
 	var errs []error
 	if len(ours) > 0 {
 		errs = append(errs, rep.inProcess(o, floor, netnses[:o.sizes[0]]), rep.peakMemory(o, netnses[:min(rssSamples, len(netnses))]))
@@ -109,7 +120,7 @@ func runAll(o *options) (*report, error) {
 	if o.criN > 0 {
 		errs = append(errs, rep.criRow(o, floor))
 	}
-	return rep, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // only runs the one measurement an -…-only flag asks for, if any.
