@@ -87,6 +87,7 @@ func TestIngressFilterPassesReferenceDNAT(t *testing.T) {
 	// reference's, bridge and host-local ours.
 	ref := sandbox.ReferencePlugins(t, "meta/portmap")
 	f.rt = libcni.NewCNIConfigWithCacheDir([]string{ref, sandbox.Bin(t)}, t.TempDir(), nil)
+	t.Cleanup(func() { removeReferenceChains(t) })
 	run(t, lan, "ip", "route", "add", "10.94.90.0/24", "via", upNode4.String())
 	c := f.addMapped("ing-ref", 18190, 8190)
 	if rs, err := exec.Command("iptables-save", "-t", "nat").CombinedOutput(); err != nil || !strings.Contains(string(rs), "CNI-HOSTPORT-DNAT") {
@@ -95,4 +96,54 @@ func TestIngressFilterPassesReferenceDNAT(t *testing.T) {
 	wantBlocked(t, "LAN → container's port, directly", tcp(lan, c.ns, c.addr(4), 8190, blockedWait))
 	wantConnect(t, "LAN → port published by the reference portmap", dialMapped(lan, c, 4, 8190, upNode4, 18190))
 	f.del(c)
+}
+
+// removeReferenceChains takes out what the reference portmap leaves in the
+// nat tables after its last DEL (its CNI-* chains and the jumps to them
+// from the built-in chains): later packages of the same sandbox would find
+// a node "with other software's iptables rules" and choose the iptables
+// backend for networks without a backend key.
+func removeReferenceChains(t *testing.T) {
+	for _, tool := range []string{"iptables", "ip6tables"} {
+		for _, builtin := range []string{"PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"} {
+			out, err := exec.Command(tool, "-t", "nat", "-S", builtin).Output()
+			if err != nil {
+				t.Errorf("%s -t nat -S %s: %v", tool, builtin, err)
+				continue
+			}
+			var jumps []int // rule numbers, 1-based
+			n := 0
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(line, "-A ") {
+					n++
+					if strings.Contains(line, " -j CNI-") {
+						jumps = append(jumps, n)
+					}
+				}
+			}
+			for i := len(jumps) - 1; i >= 0; i-- {
+				if out, err := exec.Command(tool, "-t", "nat", "-D", builtin, fmt.Sprint(jumps[i])).CombinedOutput(); err != nil {
+					t.Errorf("%s -t nat -D %s %d: %v: %s", tool, builtin, jumps[i], err, out)
+				}
+			}
+		}
+		out, err := exec.Command(tool, "-t", "nat", "-S").Output()
+		if err != nil {
+			t.Errorf("%s -t nat -S: %v", tool, err)
+			continue
+		}
+		var chains []string
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == "-N" && strings.HasPrefix(f[1], "CNI-") {
+				chains = append(chains, f[1])
+			}
+		}
+		for _, op := range []string{"-F", "-X"} {
+			for _, c := range chains {
+				if out, err := exec.Command(tool, "-t", "nat", op, c).CombinedOutput(); err != nil {
+					t.Errorf("%s -t nat %s %s: %v: %s", tool, op, c, err, out)
+				}
+			}
+		}
+	}
 }

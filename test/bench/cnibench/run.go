@@ -55,6 +55,7 @@ func runAll(o *options) (*report, error) {
 		Command: "make bench BENCHFLAGS='" + flagLine() + "'"}
 	if o.hostLocalOnly {
 		netnses, err := makeNetns("hl", 1)
+		defer removeNetns(netnses)
 		if err != nil {
 			return nil, err
 		}
@@ -64,6 +65,7 @@ func runAll(o *options) (*report, error) {
 	// them, so it shares them with the chain it is paired with, and the
 	// node holds exactly N containers of ours, as a node with N pods does.
 	netnses, err := makeNetns("c", namespacesNeeded(o))
+	defer removeNetns(netnses)
 	if err != nil {
 		return nil, err
 	}

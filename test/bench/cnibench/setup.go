@@ -74,6 +74,16 @@ func floorDir(tools, dir string) error {
 	return nil
 }
 
+// removeNetns deletes the named network namespaces makeNetns made, so
+// that a next run in the same sandbox (the package's tests) starts clean.
+func removeNetns(paths []string) {
+	for _, p := range paths {
+		if out, err := exec.Command("ip", "netns", "del", filepath.Base(p)).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "cnibench: ip netns del %s: %v: %s\n", filepath.Base(p), err, out)
+		}
+	}
+}
+
 // makeNetns creates count named network namespaces under /run/netns.
 func makeNetns(prefix string, count int) ([]string, error) {
 	var paths []string
