@@ -3,9 +3,11 @@ package resync
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +55,10 @@ func sysctlReset(t *testing.T, tool, backend string, i int, watching bool) {
 	if err := sysctl.Set("net/ipv4/ip_forward", "0"); err != nil {
 		t.Fatal(err)
 	}
+	// What other attachments on the sandbox's node hold already (packages
+	// that ran before in the same sandbox may have left holds): after the
+	// DEL of this test's pod, the file must list that and nothing more.
+	base := heldBefore(t)
 	n := newNode(t, backend, i)
 	pod := n.add("pod-s")
 	n.wantConnected(pod, "after ADD")
@@ -98,9 +104,54 @@ func sysctlReset(t *testing.T, tool, backend string, i int, watching bool) {
 		t.Fatalf("DEL: %v", err)
 	}
 	n.wantNothingLeft(t, pod)
-	if fileExists(keptFile) {
+	switch got, has := heldLines(t); {
+	case base == "" && has:
 		t.Errorf("%s left after the last pod's DEL:\n%s", keptFile, readKept(t))
+	case base != "" && got != base:
+		t.Errorf("%s after the pod's DEL lists\n%s\nwant what others held before the pod:\n%s", keptFile, got, base)
 	}
+}
+
+// heldBefore renders the keys held in the holds directory, as our file
+// lists them: "" when nothing is held.
+func heldBefore(t *testing.T) string {
+	t.Helper()
+	keys, err := os.ReadDir(sysctlkeep.HoldsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []string
+	for _, k := range keys {
+		if k.IsDir() {
+			key, value, _ := strings.Cut(strings.ReplaceAll(k.Name(), "%", "/"), "=")
+			held = append(held, key+" = "+value)
+		}
+	}
+	sort.Strings(held)
+	return strings.Join(held, "\n")
+}
+
+// heldLines returns the settings our file lists (comments left out), and
+// whether it exists.
+func heldLines(t *testing.T) (string, bool) {
+	t.Helper()
+	data, err := os.ReadFile(keptFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			held = append(held, line)
+		}
+	}
+	return strings.Join(held, "\n"), true
 }
 
 // forwardingReset runs sysctl --system with files, which must turn
