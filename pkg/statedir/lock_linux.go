@@ -22,7 +22,17 @@ func (d *Dir) Lock(ctx context.Context, name string, wait time.Duration) (*os.Fi
 	if err != nil {
 		return nil, err
 	}
-	return lockFile(ctx, f, wait)
+	return lockFile(ctx, f, wait, unix.LOCK_EX)
+}
+
+// LockShared is Lock with a shared flock(2): any number of holders of the
+// shared lock at once, none while someone holds it exclusively (Lock).
+func (d *Dir) LockShared(ctx context.Context, name string, wait time.Duration) (*os.File, error) {
+	f, err := d.OpenFile(name, unix.O_RDONLY|unix.O_CREAT, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return lockFile(ctx, f, wait, unix.LOCK_SH)
 }
 
 // LockExisting is Lock on a file that must exist already: a missing one
@@ -32,15 +42,15 @@ func (d *Dir) LockExisting(ctx context.Context, name string, wait time.Duration)
 	if err != nil {
 		return nil, err
 	}
-	return lockFile(ctx, f, wait)
+	return lockFile(ctx, f, wait, unix.LOCK_EX)
 }
 
-// lockFile takes an exclusive flock(2) on f, polling until ctx ends or
-// wait passes; f is closed on failure.
-func lockFile(ctx context.Context, f *os.File, wait time.Duration) (*os.File, error) {
+// lockFile takes a flock(2) of kind how (LOCK_EX or LOCK_SH) on f,
+// polling until ctx ends or wait passes; f is closed on failure.
+func lockFile(ctx context.Context, f *os.File, wait time.Duration, how int) (*os.File, error) {
 	deadline := time.Now().Add(wait)
 	for pause := 100 * time.Microsecond; ; pause = min(2*pause, 5*time.Millisecond) {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 		switch {
 		case err == nil:
 			return f, nil

@@ -104,7 +104,7 @@ func (at *attach) add(ctx context.Context) (*types.Result, error) {
 	links := func() error {
 		// removeEmptyBridge: no DEL removes the bridge between our finding
 		// it and our port joining it.
-		release, err := at.lockBridge(ctx)
+		release, err := at.lockBridge(ctx, true)
 		if err != nil {
 			return err
 		}

@@ -17,9 +17,12 @@ import (
 // The reference plugin never removes its bridge: an ADD that found the
 // bridge and was about to add its port would lose it to a DEL that saw
 // no ports. Here both hold the bridge's lock (a flock on a file under
-// lockDir): ADD from before it looks the bridge up until its port is in,
-// DEL while it counts the ports and removes an empty bridge. An ADD that
-// waits behind the removal then makes the bridge anew.
+// lockDir): ADD, shared, from before it looks the bridge up until its port
+// is in; DEL, exclusive, while it counts the ports and removes an empty
+// bridge. ADDs do not wait for each other (without removeEmptyBridge they
+// take no lock at all: making the bridge and adding ports is safe at
+// once), so a burst of pods is not serialised behind one lock; an ADD
+// that waits behind a removal then makes the bridge anew.
 
 // lockDir holds one lock file per bridge; it vanishes with a reboot, as
 // the bridges do.
@@ -28,9 +31,9 @@ const lockDir = "/run/cnisuite/bridge-locks"
 // bridgeLockWait bounds the wait for the lock.
 const bridgeLockWait = 30 * time.Second
 
-// lockBridge takes the bridge's lock when removeEmptyBridge is on and
-// returns its release (a no-op otherwise).
-func (at *attach) lockBridge(ctx context.Context) (func(), error) {
+// lockBridge takes the bridge's lock, shared or exclusive, when
+// removeEmptyBridge is on and returns its release (a no-op otherwise).
+func (at *attach) lockBridge(ctx context.Context, shared bool) (func(), error) {
 	if !at.conf.RemoveEmptyBridge {
 		return func() {}, nil
 	}
@@ -42,7 +45,11 @@ func (at *attach) lockBridge(ctx context.Context) (func(), error) {
 		return nil, types.Errorf(types.ErrIO, "removeEmptyBridge: lock directory: %w%s", err, rootless.Hint("XDG_RUNTIME_DIR"))
 	}
 	defer root.Close()
-	f, err := root.Lock(ctx, at.conf.BrName, bridgeLockWait)
+	lock := root.Lock
+	if shared {
+		lock = root.LockShared
+	}
+	f, err := lock(ctx, at.conf.BrName, bridgeLockWait)
 	if errors.Is(err, statedir.ErrLockTimeout) || errors.Is(err, context.DeadlineExceeded) {
 		return nil, types.Errorf(types.ErrTryAgain, "removeEmptyBridge: bridge %q: %w", at.conf.BrName, err)
 	}
@@ -60,7 +67,7 @@ func (at *attach) removeBridgeIfEmpty(ctx context.Context) error {
 		return nil
 	}
 	defer at.tm.Step("removeEmptyBridge")()
-	release, err := at.lockBridge(ctx)
+	release, err := at.lockBridge(ctx, false)
 	if err != nil {
 		return err
 	}
