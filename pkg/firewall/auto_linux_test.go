@@ -6,9 +6,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"cnisuite/pkg/firewall/fwfake"
 	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
 )
@@ -37,8 +39,8 @@ func TestPreferBackend(t *testing.T) {
 
 // autoOn returns an automatic choice over two fakes, recording under a
 // temporary directory, on a node whose signals *node says.
-func autoOn(t *testing.T, node *nodeSignals) (*auto, *Fake, *Fake) {
-	ipt, nft := NewFake(KindIPTables), NewFake(KindNFTables)
+func autoOn(t *testing.T, node *nodeSignals) (*auto, *fwfake.Backend, *fwfake.Backend) {
+	ipt, nft := fwfake.New(KindIPTables), fwfake.New(KindNFTables)
 	a := newAuto(ipt, nft)
 	a.rec.root = filepath.Join(t.TempDir(), "cnisuite")
 	a.signals = func() (nodeSignals, error) { return *node, nil }
@@ -46,11 +48,8 @@ func autoOn(t *testing.T, node *nodeSignals) (*auto, *Fake, *Fake) {
 }
 
 // owns reports whether the fake holds rules of o.
-func owns(f *Fake, o Owner) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	_, ok := f.state[o]
-	return ok
+func owns(f *fwfake.Backend, o Owner) bool {
+	return slices.Contains(f.Owners(), o)
 }
 
 // recorded returns the record of network ("" without one).
@@ -123,7 +122,7 @@ func TestAutoRemoveWithoutRecord(t *testing.T) {
 	node := nodeSignals{}
 	a, ipt, nft := autoOn(t, &node)
 	o := Owner{Plugin: PluginPortmap, Network: "net1", ContainerID: "c1", IfName: "eth0"}
-	for _, f := range []*Fake{ipt, nft} {
+	for _, f := range []*fwfake.Backend{ipt, nft} {
 		if err := f.Ensure(ctx, o, Rules{}); err != nil {
 			t.Fatal(err)
 		}

@@ -10,17 +10,18 @@
 // (detect_linux.go), records it under /run until the network's last
 // attachment goes (record_linux.go), removes from both backends what
 // predates the record, and keeps a host port single-owner across the two
-// backends (ports_linux.go).
-// Fake records state in memory for plugin tests and Dumps the text the real
-// backend would write; Render gives that text for golden tests.
+// backends (claims_linux.go). The in-memory backend for plugin tests, and
+// the text golden files hold, are package fwfake's.
 //
 // # Layers
 //
 // Imports point only down this list; the two backends never import each
 // other.
 //
-//	firewall               New (backend selection, the per-network record), Fake,
-//	                       Render; the names below
+//	firewall               New (backend selection, the per-network record, host
+//	                       port claims); the names below
+//	firewall/fwfake        an in-memory backend for tests; Render, the text a
+//	                       backend writes, for golden files
 //	firewall/nftables      the nftables backend: masquerade and port-mapping chains
 //	firewall/iptables      the iptables backend: one writer per node kind, legacy
 //	                       (iptables-restore) or iptables-nft (netlink)

@@ -48,8 +48,8 @@ const (
 
 // Backend kinds accepted by New.
 const (
-	KindNFTables = "nftables"
-	KindIPTables = "iptables"
+	KindNFTables = fwapi.KindNFTables
+	KindIPTables = fwapi.KindIPTables
 )
 
 // ErrMissing is wrapped by Check when a rule is not in place.

@@ -23,6 +23,12 @@ const (
 	PluginPortmap = "portmap"
 )
 
+// Backend kinds: the names a configuration gives a backend by.
+const (
+	KindNFTables = "nftables"
+	KindIPTables = "iptables"
+)
+
 // Owner identifies one attachment; every rule a backend writes is tagged
 // with it so that Remove, Check and GC touch exactly the owner's rules.
 type Owner struct {
@@ -179,7 +185,7 @@ type Backend interface {
 	Usable(ctx context.Context) error
 }
 
-// MappingReader is implemented by the backends (and Fake): Mapped returns
+// MappingReader is implemented by the backends (and fwfake.Backend): Mapped returns
 // the host ports an owner's rules forward, read from the rules themselves,
 // for a DEL whose runtime passes no portMappings.
 type MappingReader interface {

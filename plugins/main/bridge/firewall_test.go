@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/firewall/fwfake"
 	"cnisuite/pkg/ipmath"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
@@ -13,7 +14,7 @@ import (
 
 // fakeAttach returns an attachment with a finished dual-stack result whose
 // firewall is fw.
-func fakeAttach(t *testing.T, conf string, fw *firewall.Fake) *attach {
+func fakeAttach(t *testing.T, conf string, fw *fwfake.Backend) *attach {
 	t.Helper()
 	c, err := loadConf([]byte(conf), "")
 	if err != nil {
@@ -43,7 +44,7 @@ func TestFirewallRulesGolden(t *testing.T) {
 	for name, conf := range confs {
 		for _, kind := range []string{firewall.KindNFTables, firewall.KindIPTables} {
 			t.Run(name+"/"+kind, func(t *testing.T) {
-				fw := firewall.NewFake(kind)
+				fw := fwfake.New(kind)
 				at := fakeAttach(t, conf, fw)
 				ctx := context.Background()
 				if err := installDesired(at, ctx); err != nil {
@@ -68,7 +69,7 @@ func TestFirewallRulesGolden(t *testing.T) {
 }
 
 func TestFirewallUndoOnFailedAdd(t *testing.T) {
-	fw := firewall.NewFake(firewall.KindNFTables)
+	fw := fwfake.New(firewall.KindNFTables)
 	at := fakeAttach(t, `{"cniVersion":"1.0.0","name":"n","ipMasq":true,"ipam":{"type":"host-local"}}`, fw)
 	if err := installDesired(at, context.Background()); err != nil {
 		t.Fatal(err)
@@ -82,7 +83,7 @@ func TestFirewallUndoOnFailedAdd(t *testing.T) {
 }
 
 func TestFirewallNotAskedFor(t *testing.T) {
-	fw := firewall.NewFake(firewall.KindNFTables)
+	fw := fwfake.New(firewall.KindNFTables)
 	at := fakeAttach(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"type":"host-local"}}`, fw)
 	ctx := context.Background()
 	if err := errorsJoin(installDesired(at, ctx), at.removeRules(ctx), at.checkRules(ctx)); err != nil {

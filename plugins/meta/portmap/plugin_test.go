@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/firewall/fwfake"
 	"cnisuite/pkg/records"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
@@ -50,7 +51,7 @@ func (h *fakeHost) FlushUDP(v4 bool, ports []portSpan) error {
 }
 
 type harness struct {
-	fw     *firewall.Fake
+	fw     *fwfake.Backend
 	host   *fakeHost
 	kinds  []string // backend kinds asked for
 	stderr string   // of the last run
@@ -59,7 +60,7 @@ type harness struct {
 }
 
 func newHarness(kind string) *harness {
-	return &harness{fw: firewall.NewFake(kind), host: &fakeHost{}}
+	return &harness{fw: fwfake.New(kind), host: &fakeHost{}}
 }
 
 // run runs one verb in-process through the skel.

@@ -1,20 +1,19 @@
-package firewall
+package fwfake
 
 import (
 	"strings"
 	"testing"
 
+	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/test/fwtest"
 	"cnisuite/test/golden"
 )
 
-func TestMain(m *testing.M) { fwtest.Main(m) }
-
 func TestRender(t *testing.T) {
 	for _, tc := range fwtest.RuleCases(t) {
-		for _, kind := range []string{KindNFTables, KindIPTables} {
-			if strings.HasSuffix(tc.Name, "_nft") && kind == KindIPTables ||
-				strings.HasSuffix(tc.Name, "_ipt") && kind == KindNFTables {
+		for _, kind := range []string{fwapi.KindNFTables, fwapi.KindIPTables} {
+			if strings.HasSuffix(tc.Name, "_nft") && kind == fwapi.KindIPTables ||
+				strings.HasSuffix(tc.Name, "_ipt") && kind == fwapi.KindNFTables {
 				continue
 			}
 			t.Run(tc.Name+"/"+kind, func(t *testing.T) {
