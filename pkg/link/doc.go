@@ -5,7 +5,8 @@
 //
 // Helpers take a *netlink.Handle so that the caller decides which network
 // namespace they act in; where a doc comment says so, a nil handle means the
-// namespace of the calling thread. Per-interface settings (accept_ra,
+// namespace of the calling thread. What a port's VLANs should be is
+// pkg/vlanplan's; link applies it. Per-interface settings (accept_ra,
 // arp_notify, forwarding) are pkg/ifconf's; helpers that use them act in
 // the calling thread's namespace and must run inside it (see pkg/ns).
 package link

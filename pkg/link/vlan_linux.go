@@ -8,13 +8,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/ifconf"
+	"cnisuite/pkg/vlanplan"
 )
 
 // ApplyPortVlans programs plan on the bridge port l; h may be nil.
 //
 // Equivalent to: bridge vlan del dev $l vid $each_existing (when flushing);
 // bridge vlan add dev $l vid $vid [pvid] [untagged] master
-func ApplyPortVlans(h *netlink.Handle, l netlink.Link, plan VlanPlan) error {
+func ApplyPortVlans(h *netlink.Handle, l netlink.Link, plan vlanplan.Plan) error {
 	h = orDefault(h)
 	name := l.Attrs().Name
 	if plan.Flush {
@@ -42,15 +43,15 @@ func ApplyPortVlans(h *netlink.Handle, l netlink.Link, plan VlanPlan) error {
 // PortVlans lists the VLANs of the bridge port l; h may be nil.
 //
 // Equivalent to: bridge vlan show dev $l
-func PortVlans(h *netlink.Handle, l netlink.Link) ([]VlanEntry, error) {
+func PortVlans(h *netlink.Handle, l netlink.Link) ([]vlanplan.Entry, error) {
 	h = orDefault(h)
 	all, err := BridgeVlanList(h)
 	if err != nil {
 		return nil, fmt.Errorf("listing bridge VLANs: %w", err)
 	}
-	var out []VlanEntry
+	var out []vlanplan.Entry
 	for _, info := range all[int32(l.Attrs().Index)] {
-		out = append(out, VlanEntry{VID: info.Vid, PVID: info.PortVID(), Untagged: info.EngressUntag()})
+		out = append(out, vlanplan.Entry{VID: info.Vid, PVID: info.PortVID(), Untagged: info.EngressUntag()})
 	}
 	return out, nil
 }
@@ -63,7 +64,7 @@ func PortVlans(h *netlink.Handle, l netlink.Link) ([]VlanEntry, error) {
 // ip link set vethXXXX master $br up; bridge vlan add dev vethXXXX vid $vlan pvid untagged master;
 // ip link set $br.$vlan up
 func EnsureVlanGateway(h *netlink.Handle, br netlink.Link, vlan, mtu int) (netlink.Link, error) {
-	name := VlanGatewayName(br.Attrs().Name, vlan)
+	name := vlanplan.GatewayName(br.Attrs().Name, vlan)
 	if l, err := h.LinkByName(name); err == nil {
 		return l, nil
 	}
@@ -95,7 +96,7 @@ func finishVlanGateway(h *netlink.Handle, br netlink.Link, name, peer string, vl
 	if err := AttachPort(h, p, br, PortOptions{}); err != nil {
 		return nil, err
 	}
-	if err := ApplyPortVlans(h, p, PlanPortVlans(vlan, nil, false)); err != nil {
+	if err := ApplyPortVlans(h, p, vlanplan.ForPort(vlan, nil, false)); err != nil {
 		return nil, err
 	}
 	gw, err := h.LinkByName(name)

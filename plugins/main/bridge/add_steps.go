@@ -15,6 +15,7 @@ import (
 	"cnisuite/pkg/sysctlkeep"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/version"
+	"cnisuite/pkg/vlanplan"
 )
 
 // setupVeth creates the veth pair, makes the host end a port of the bridge
@@ -49,7 +50,7 @@ func (at *attach) setupVeth(context.Context) error {
 	if err := link.AttachPort(at.host, pair.Host, at.br, opts); err != nil {
 		return err
 	}
-	if plan := link.PlanPortVlans(c.Vlan, c.trunkIDs, c.PreserveDefaultVlan); !plan.Empty() {
+	if plan := vlanplan.ForPort(c.Vlan, c.trunkIDs, c.PreserveDefaultVlan); !plan.Empty() {
 		if err := link.ApplyPortVlans(at.host, pair.Host, plan); err != nil {
 			return bridgeError(c, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
+	"cnisuite/pkg/vlanplan"
 )
 
 // cmdCheck verifies that what the prevResult lists still exists: the bridge,
@@ -127,7 +128,7 @@ func (at *attach) checkVeth(context.Context) error {
 // flags, and, unless the existing VLANs are preserved, nothing more.
 func (at *attach) checkVlans(context.Context) error {
 	c := at.conf
-	plan := link.PlanPortVlans(c.Vlan, c.trunkIDs, c.PreserveDefaultVlan)
+	plan := vlanplan.ForPort(c.Vlan, c.trunkIDs, c.PreserveDefaultVlan)
 	if plan.Empty() {
 		return nil
 	}

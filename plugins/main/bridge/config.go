@@ -6,9 +6,9 @@ import (
 	"net"
 
 	"cnisuite/pkg/firewall"
-	"cnisuite/pkg/link"
 	"cnisuite/pkg/macaddr"
 	"cnisuite/pkg/types"
+	"cnisuite/pkg/vlanplan"
 )
 
 // defaultBridge is the bridge name when the configuration gives none.
@@ -17,22 +17,22 @@ const defaultBridge = "cni0"
 // NetConf is the bridge plugin's network configuration.
 type NetConf struct {
 	types.NetConf
-	BrName                    string            `json:"bridge"`
-	IsGW                      bool              `json:"isGateway"`
-	IsDefaultGW               bool              `json:"isDefaultGateway"`
-	ForceAddress              bool              `json:"forceAddress"`
-	IPMasq                    bool              `json:"ipMasq"`
-	IPMasqBackend             *string           `json:"ipMasqBackend,omitempty"`
-	MTU                       int               `json:"mtu"`
-	HairpinMode               bool              `json:"hairpinMode"`
-	PromiscMode               bool              `json:"promiscMode"`
-	Vlan                      int               `json:"vlan"`
-	VlanTrunk                 []link.TrunkEntry `json:"vlanTrunk,omitempty"`
-	PreserveDefaultVlan       bool              `json:"preserveDefaultVlan"`
-	MacSpoofChk               bool              `json:"macspoofchk"`
-	EnableDad                 bool              `json:"enabledad"`
-	DisableContainerInterface bool              `json:"disableContainerInterface"`
-	PortIsolation             bool              `json:"portIsolation"`
+	BrName                    string                `json:"bridge"`
+	IsGW                      bool                  `json:"isGateway"`
+	IsDefaultGW               bool                  `json:"isDefaultGateway"`
+	ForceAddress              bool                  `json:"forceAddress"`
+	IPMasq                    bool                  `json:"ipMasq"`
+	IPMasqBackend             *string               `json:"ipMasqBackend,omitempty"`
+	MTU                       int                   `json:"mtu"`
+	HairpinMode               bool                  `json:"hairpinMode"`
+	PromiscMode               bool                  `json:"promiscMode"`
+	Vlan                      int                   `json:"vlan"`
+	VlanTrunk                 []vlanplan.TrunkEntry `json:"vlanTrunk,omitempty"`
+	PreserveDefaultVlan       bool                  `json:"preserveDefaultVlan"`
+	MacSpoofChk               bool                  `json:"macspoofchk"`
+	EnableDad                 bool                  `json:"enabledad"`
+	DisableContainerInterface bool                  `json:"disableContainerInterface"`
+	PortIsolation             bool                  `json:"portIsolation"`
 	// ICC (bool) and Isolate (false, true or "strict") are decoded by
 	// validateIsolation into noICC and isolateMode.
 	ICC     json.RawMessage `json:"icc,omitempty"`
@@ -150,10 +150,10 @@ func (c *NetConf) validate() error {
 	return errors.Join(errs...)
 }
 
-// validateVlans checks vlan and vlanTrunk (link.ValidateVlans), fills
+// validateVlans checks vlan and vlanTrunk (vlanplan.Validate), fills
 // trunkIDs, and checks the name of the VLAN's gateway interface.
 func (c *NetConf) validateVlans() error {
-	ids, err := link.ValidateVlans(c.Vlan, c.VlanTrunk)
+	ids, err := vlanplan.Validate(c.Vlan, c.VlanTrunk)
 	c.trunkIDs = ids
 	if c.Vlan > 0 && len(c.VlanGatewayName()) > types.MaxIfNameLen && c.IsGW && c.hasIPAM() {
 		err = errors.Join(err, types.Errorf(types.ErrInvalidConfig,
@@ -164,4 +164,4 @@ func (c *NetConf) validateVlans() error {
 }
 
 // VlanGatewayName is the host interface carrying a VLAN's gateway address.
-func (c *NetConf) VlanGatewayName() string { return link.VlanGatewayName(c.BrName, c.Vlan) }
+func (c *NetConf) VlanGatewayName() string { return vlanplan.GatewayName(c.BrName, c.Vlan) }

@@ -1,4 +1,8 @@
-package link
+// Package vlanplan is what a bridge port's VLAN table should be: the
+// vlan and vlanTrunk keys checked, the plan of a port's VLANs made from
+// them, and a port's table as read compared with the plan. pkg/link
+// applies and reads the table over netlink.
+package vlanplan
 
 import (
 	"errors"
@@ -8,25 +12,25 @@ import (
 	"cnisuite/pkg/types"
 )
 
-// VlanEntry is one VLAN of a bridge port, as `bridge vlan add` takes it.
-type VlanEntry struct {
+// Entry is one VLAN of a bridge port, as `bridge vlan add` takes it.
+type Entry struct {
 	VID      uint16
 	PVID     bool // the port's native VLAN: untagged ingress frames join it
 	Untagged bool // egress frames of this VLAN leave without a tag
 }
 
-// VlanPlan is what a bridge port's VLAN table should become.
-type VlanPlan struct {
+// Plan is what a bridge port's VLAN table should become.
+type Plan struct {
 	// Flush removes every VLAN the port already has (such as the default
 	// VLAN 1) before Entries are added.
 	Flush   bool
-	Entries []VlanEntry
+	Entries []Entry
 }
 
 // Empty reports whether the plan changes nothing.
-func (p VlanPlan) Empty() bool { return !p.Flush && len(p.Entries) == 0 }
+func (p Plan) Empty() bool { return !p.Flush && len(p.Entries) == 0 }
 
-// PlanPortVlans computes the VLAN table of a container's bridge port.
+// ForPort computes the VLAN table of a container's bridge port.
 //
 //   - access (1..4094) becomes the port's native VLAN: PVID and untagged.
 //   - each trunk ID is carried tagged; a trunk without an access VLAN gets
@@ -36,27 +40,27 @@ func (p VlanPlan) Empty() bool { return !p.Flush && len(p.Entries) == 0 }
 //
 // With neither access nor trunk the plan is empty. trunk need not be sorted
 // or free of duplicates, and an ID equal to access is carried untagged only.
-func PlanPortVlans(access int, trunk []int, preserveDefault bool) VlanPlan {
+func ForPort(access int, trunk []int, preserveDefault bool) Plan {
 	if access == 0 && len(trunk) == 0 {
-		return VlanPlan{}
+		return Plan{}
 	}
-	plan := VlanPlan{Flush: !preserveDefault}
+	plan := Plan{Flush: !preserveDefault}
 	native := access
 	if native == 0 {
 		native = 1
 	}
-	plan.Entries = append(plan.Entries, VlanEntry{VID: uint16(native), PVID: true, Untagged: true})
-	for _, id := range SortedVlanIDs(trunk) {
+	plan.Entries = append(plan.Entries, Entry{VID: uint16(native), PVID: true, Untagged: true})
+	for _, id := range SortedIDs(trunk) {
 		if id == native {
 			continue
 		}
-		plan.Entries = append(plan.Entries, VlanEntry{VID: uint16(id)})
+		plan.Entries = append(plan.Entries, Entry{VID: uint16(id)})
 	}
 	return plan
 }
 
-// SortedVlanIDs returns ids sorted and without duplicates.
-func SortedVlanIDs(ids []int) []int {
+// SortedIDs returns ids sorted and without duplicates.
+func SortedIDs(ids []int) []int {
 	out := append([]int(nil), ids...)
 	sort.Ints(out)
 	n := 0
@@ -70,9 +74,9 @@ func SortedVlanIDs(ids []int) []int {
 	return out[:n]
 }
 
-// VlanGatewayName is the name of the host interface that carries the gateway
+// GatewayName is the name of the host interface that carries the gateway
 // address of a VLAN: "<bridge>.<vlan>".
-func VlanGatewayName(bridge string, vlan int) string {
+func GatewayName(bridge string, vlan int) string {
 	return fmt.Sprintf("%s.%d", bridge, vlan)
 }
 
@@ -80,8 +84,8 @@ func VlanGatewayName(bridge string, vlan int) string {
 // plan: every planned VLAN with its PVID and untagged flags and, when the
 // plan flushes (the existing VLANs are not preserved), nothing more. name
 // is the port's, for the messages.
-func (p VlanPlan) Check(name string, got []VlanEntry) error {
-	have := make(map[uint16]VlanEntry, len(got))
+func (p Plan) Check(name string, got []Entry) error {
+	have := make(map[uint16]Entry, len(got))
 	for _, v := range got {
 		have[v.VID] = v
 	}
@@ -99,7 +103,7 @@ func (p VlanPlan) Check(name string, got []VlanEntry) error {
 	return nil
 }
 
-func vlanString(v VlanEntry, ok bool) string {
+func vlanString(v Entry, ok bool) string {
 	if !ok {
 		return "missing"
 	}
@@ -121,11 +125,11 @@ type TrunkEntry struct {
 	MaxID *int `json:"maxID,omitempty"`
 }
 
-// ValidateVlans checks an access VLAN (vlan, 0 for none) and a vlanTrunk
+// Validate checks an access VLAN (vlan, 0 for none) and a vlanTrunk
 // list, and returns the trunk's VLAN IDs sorted and without duplicates.
 // Its errors are invalid configuration (code 7), every one at once,
 // naming vlan or vlanTrunk[i].
-func ValidateVlans(vlan int, trunk []TrunkEntry) ([]int, error) {
+func Validate(vlan int, trunk []TrunkEntry) ([]int, error) {
 	var errs []error
 	if vlan < 0 || vlan > 4094 {
 		errs = append(errs, types.Errorf(types.ErrInvalidConfig, "vlan: invalid VLAN ID %d (must be between 0 and 4094)", vlan))
@@ -138,7 +142,7 @@ func ValidateVlans(vlan int, trunk []TrunkEntry) ([]int, error) {
 		}
 		ids = append(ids, got...)
 	}
-	return SortedVlanIDs(ids), errors.Join(errs...)
+	return SortedIDs(ids), errors.Join(errs...)
 }
 
 // TrunkIDs returns the VLAN IDs of one vlanTrunk entry: a single id, a

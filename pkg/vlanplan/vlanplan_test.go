@@ -1,4 +1,4 @@
-package link
+package vlanplan
 
 import (
 	"errors"
@@ -11,54 +11,54 @@ import (
 	"cnisuite/pkg/types"
 )
 
-func TestPlanPortVlans(t *testing.T) {
+func TestForPort(t *testing.T) {
 	tests := []struct {
 		name            string
 		access          int
 		trunk           []int
 		preserveDefault bool
-		want            VlanPlan
+		want            Plan
 	}{
-		{"nothing", 0, nil, false, VlanPlan{}},
-		{"nothing preserves", 0, nil, true, VlanPlan{}},
-		{"access", 100, nil, false, VlanPlan{Flush: true, Entries: []VlanEntry{{100, true, true}}}},
-		{"access_preserving_default", 100, nil, true, VlanPlan{Entries: []VlanEntry{{100, true, true}}}},
+		{"nothing", 0, nil, false, Plan{}},
+		{"nothing preserves", 0, nil, true, Plan{}},
+		{"access", 100, nil, false, Plan{Flush: true, Entries: []Entry{{100, true, true}}}},
+		{"access_preserving_default", 100, nil, true, Plan{Entries: []Entry{{100, true, true}}}},
 		{"trunk_gets_native_vlan_1", 0, []int{30, 10, 30}, false,
-			VlanPlan{Flush: true, Entries: []VlanEntry{{1, true, true}, {10, false, false}, {30, false, false}}}},
+			Plan{Flush: true, Entries: []Entry{{1, true, true}, {10, false, false}, {30, false, false}}}},
 		{"trunk_with_access_native", 20, []int{10, 20, 30}, false,
-			VlanPlan{Flush: true, Entries: []VlanEntry{{20, true, true}, {10, false, false}, {30, false, false}}}},
+			Plan{Flush: true, Entries: []Entry{{20, true, true}, {10, false, false}, {30, false, false}}}},
 		{"trunk_containing_1", 0, []int{1, 2}, true,
-			VlanPlan{Entries: []VlanEntry{{1, true, true}, {2, false, false}}}},
+			Plan{Entries: []Entry{{1, true, true}, {2, false, false}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := PlanPortVlans(tt.access, tt.trunk, tt.preserveDefault)
+			got := ForPort(tt.access, tt.trunk, tt.preserveDefault)
 			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("PlanPortVlans(%d, %v, %v) = %+v, want %+v", tt.access, tt.trunk, tt.preserveDefault, got, tt.want)
+				t.Errorf("ForPort(%d, %v, %v) = %+v, want %+v", tt.access, tt.trunk, tt.preserveDefault, got, tt.want)
 			}
 		})
 	}
 }
 
-func TestSortedVlanIDs(t *testing.T) {
-	got := SortedVlanIDs([]int{5, 3, 5, 1, 3})
+func TestSortedIDs(t *testing.T) {
+	got := SortedIDs([]int{5, 3, 5, 1, 3})
 	if want := []int{1, 3, 5}; !reflect.DeepEqual(got, want) {
-		t.Errorf("SortedVlanIDs = %v, want %v", got, want)
+		t.Errorf("SortedIDs = %v, want %v", got, want)
 	}
 }
 
-func TestVlanPlanCheck(t *testing.T) {
-	plan := PlanPortVlans(10, []int{20}, false) // flushes: VLAN 1 must be gone
-	good := []VlanEntry{{VID: 10, PVID: true, Untagged: true}, {VID: 20}}
+func TestPlanCheck(t *testing.T) {
+	plan := ForPort(10, []int{20}, false) // flushes: VLAN 1 must be gone
+	good := []Entry{{VID: 10, PVID: true, Untagged: true}, {VID: 20}}
 	tests := []struct {
 		name string
-		got  []VlanEntry
+		got  []Entry
 		want string // "" = no error
 	}{
 		{"as planned", good, ""},
-		{"access tagged", []VlanEntry{{VID: 10, PVID: true}, {VID: 20}}, `port "veth0": VLAN 10 is PVID tagged, want PVID untagged`},
+		{"access tagged", []Entry{{VID: 10, PVID: true}, {VID: 20}}, `port "veth0": VLAN 10 is PVID tagged, want PVID untagged`},
 		{"trunk missing", good[:1], `port "veth0": VLAN 20 is missing, want tagged`},
-		{"default left", append([]VlanEntry{{VID: 1, PVID: true, Untagged: true}}, good...), `port "veth0": VLAN 1 is not configured (preserveDefaultVlan is false)`},
+		{"default left", append([]Entry{{VID: 1, PVID: true, Untagged: true}}, good...), `port "veth0": VLAN 1 is not configured (preserveDefaultVlan is false)`},
 	}
 	for _, tt := range tests {
 		err := plan.Check("veth0", tt.got)
@@ -66,7 +66,7 @@ func TestVlanPlanCheck(t *testing.T) {
 			t.Errorf("Check/%s = %v, want %q", tt.name, err, tt.want)
 		}
 	}
-	if err := PlanPortVlans(10, nil, true).Check("veth0", append(good, VlanEntry{VID: 1})); err != nil {
+	if err := ForPort(10, nil, true).Check("veth0", append(good, Entry{VID: 1})); err != nil {
 		t.Errorf("Check with preserveDefaultVlan = %v, want extra VLANs accepted", err)
 	}
 }
@@ -91,15 +91,15 @@ func TestTrunkIDs(t *testing.T) {
 	}
 }
 
-func TestValidateVlans(t *testing.T) {
+func TestValidate(t *testing.T) {
 	n := func(v int) *int { return &v }
-	ids, err := ValidateVlans(5, []TrunkEntry{{ID: n(20)}, {MinID: n(5), MaxID: n(7)}, {ID: n(6)}})
+	ids, err := Validate(5, []TrunkEntry{{ID: n(20)}, {MinID: n(5), MaxID: n(7)}, {ID: n(6)}})
 	if err != nil || !slices.Equal(ids, []int{5, 6, 7, 20}) {
-		t.Errorf("ValidateVlans(valid) = %v, %v, want [5 6 7 20]", ids, err)
+		t.Errorf("Validate(valid) = %v, %v, want [5 6 7 20]", ids, err)
 	}
-	_, err = ValidateVlans(4095, []TrunkEntry{{ID: n(1)}, {MinID: n(3)}})
+	_, err = Validate(4095, []TrunkEntry{{ID: n(1)}, {MinID: n(3)}})
 	if !errors.Is(err, types.ErrInvalidConfig) || !strings.Contains(err.Error(), "vlan: invalid VLAN ID 4095") ||
 		!strings.Contains(err.Error(), "vlanTrunk[1]: minID and maxID") {
-		t.Errorf("ValidateVlans(4095, a range without maxID) = %v, want code 7 naming vlan and vlanTrunk[1]", err)
+		t.Errorf("Validate(4095, a range without maxID) = %v, want code 7 naming vlan and vlanTrunk[1]", err)
 	}
 }
