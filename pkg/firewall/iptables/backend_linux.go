@@ -3,6 +3,7 @@ package iptables
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
@@ -12,14 +13,15 @@ import (
 )
 
 // Backend is the iptables backend: the owner chains of table nat (package
-// natchain) through the writer of the node's kind, chosen once in New,
-// and the rules iptables cannot express (spoof check, isolation, the
-// localnet guard) with nftables. A call shares one netfilter socket among
-// all of them.
+// natchain) through the writer of the node's kind, chosen once at its
+// first use, and the rules iptables cannot express (spoof check,
+// isolation, the localnet guard) with nftables. A call shares one
+// netfilter socket among all of them.
 type Backend struct {
-	w    writer
 	node node
-	nft  bool // iptables is iptables-nft: Usable asks nf_tables
+	once sync.Once
+	w    writer // set by kind, or by a test before the first use
+	nft  bool   // iptables is iptables-nft: Usable asks nf_tables
 }
 
 // writer reads and writes the owner chains of table nat on one kind of
@@ -41,21 +43,37 @@ type writer interface {
 }
 
 // New returns the iptables backend of this node: over netlink when
-// iptables is iptables-nft, else with iptables-restore.
+// iptables is iptables-nft, else with iptables-restore. It looks nothing
+// up: the node's kind is read at the backend's first use, so that a call
+// whose network is on nftables never looks for iptables on PATH.
 func New() *Backend { return newOn(theNode) }
 
-func newOn(n node) *Backend {
-	if n.isNFT() {
-		return &Backend{w: &nft{restore: newLegacy("")}, node: n, nft: true}
-	}
-	return &Backend{w: newLegacy(""), node: n}
+func newOn(n node) *Backend { return &Backend{node: n} }
+
+// writer returns the writer of the node's kind, choosing it at the first
+// call.
+func (b *Backend) writer() writer {
+	b.once.Do(func() {
+		b.nft = b.node.isNFT()
+		switch {
+		case b.w != nil: // a test's
+		case b.nft:
+			b.w = &nft{restore: newLegacy("")}
+		default:
+			b.w = newLegacy("")
+		}
+	})
+	return b.w
 }
 
 // Usable checks that iptables can be used here: the tools are installed
 // and the kernel side answers.
 // Backend selection calls it on every call of a configuration that names no
 // backend, so it starts no process on almost every node (see usable).
-func (b *Backend) Usable(ctx context.Context) error { return b.node.usable(ctx, b.nft) }
+func (b *Backend) Usable(ctx context.Context) error {
+	b.writer()
+	return b.node.usable(ctx, b.nft)
+}
 
 // Ensure writes the owner's chains and jumps, one transaction per family
 // that has something to write, then the localnet guard and the owner's
@@ -65,7 +83,7 @@ func (b *Backend) Ensure(ctx context.Context, o fwapi.Owner, r fwapi.Rules) erro
 	defer c.close()
 	for _, f := range families {
 		want := natchain.Desired(o, r, f.v4)
-		if err := b.w.ensure(ctx, c, o, f, want, natchain.HasConditions(r, f.v4)); err != nil {
+		if err := b.writer().ensure(ctx, c, o, f, want, natchain.HasConditions(r, f.v4)); err != nil {
 			return fmt.Errorf("%s: %w", o, err)
 		}
 	}
@@ -95,7 +113,7 @@ func (b *Backend) Ensure(ctx context.Context, o fwapi.Owner, r fwapi.Rules) erro
 func (b *Backend) Remove(ctx context.Context, o fwapi.Owner) error {
 	c := &call{}
 	defer c.close()
-	return b.w.remove(ctx, c, o, func(batch *netfilter.Batch) error {
+	return b.writer().remove(ctx, c, o, func(batch *netfilter.Batch) error {
 		conn, err := c.socket()
 		if err != nil {
 			return err
@@ -113,7 +131,7 @@ func (b *Backend) Check(ctx context.Context, o fwapi.Owner, r fwapi.Rules) error
 	defer c.close()
 	var err error
 	for _, f := range families {
-		if err = b.w.check(ctx, c, o, f, natchain.Desired(o, r, f.v4)); err != nil {
+		if err = b.writer().check(ctx, c, o, f, natchain.Desired(o, r, f.v4)); err != nil {
 			return fmt.Errorf("%s: %w", o, err)
 		}
 	}

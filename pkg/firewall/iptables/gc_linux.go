@@ -28,7 +28,7 @@ func (b *Backend) GC(ctx context.Context, plugin, network string, keep []fwapi.O
 	defer c.close()
 	var errs []error
 	for _, f := range families {
-		errs = append(errs, b.w.gc(ctx, c, f, natchain.NetPrefixes(plugin, network), kept))
+		errs = append(errs, b.writer().gc(ctx, c, f, natchain.NetPrefixes(plugin, network), kept))
 	}
 	conn, err := c.socket()
 	if err != nil {
@@ -93,7 +93,7 @@ func (b *Backend) Mapped(ctx context.Context, o fwapi.Owner) ([]fwapi.PortMappin
 	defer c.close()
 	var out []fwapi.PortMapping
 	for _, f := range families {
-		ms, err := b.w.mapped(ctx, c, o, f)
+		ms, err := b.writer().mapped(ctx, c, o, f)
 		if err != nil {
 			return nil, err
 		}

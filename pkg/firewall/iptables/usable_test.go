@@ -62,7 +62,7 @@ func TestUsableOnEachKindOfNode(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newOn(tc.node.node())
-			if b.nft != tc.nft {
+			if b.writer(); b.nft != tc.nft {
 				t.Errorf("iptables-nft detected = %v, want %v", b.nft, tc.nft)
 			}
 			err := b.Usable(context.Background())
