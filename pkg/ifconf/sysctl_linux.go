@@ -101,14 +101,27 @@ func EnableForwarding(v4, v6 bool) error {
 func ForwardingOff(v4, v6 bool) []string {
 	var off []string
 	for _, k := range [...]struct {
-		on  bool
-		key string
-	}{{v4, "net/ipv4/ip_forward"}, {v6, "net/ipv6/conf/all/forwarding"}} {
-		if v, err := sysctl.Get(k.key); k.on && (err != nil || v != "1") {
+		on     bool
+		family int
+		key    string
+	}{{v4, unix.AF_INET, "net/ipv4/ip_forward"}, {v6, unix.AF_INET6, "net/ipv6/conf/all/forwarding"}} {
+		if k.on && !forwardingOn(k.family, k.key) {
 			off = append(off, strings.ReplaceAll(k.key, "/", "."))
 		}
 	}
 	return off
+}
+
+// forwardingOn reads a family's forwarding over netlink, and from the
+// sysctl when netlink cannot tell: a /proc/sys lookup compares names with
+// the entries of every network namespace that looked the same key up, so
+// its cost grows with the pods on the node.
+func forwardingOn(family int, key string) bool {
+	if cur, err := netconfForwarding(family); err == nil {
+		return cur == 1
+	}
+	v, err := sysctl.Get(key)
+	return err == nil && v == "1"
 }
 
 // ensureForwarding reads the family's forwarding over netlink and writes
