@@ -20,7 +20,7 @@ import (
 type Backend struct {
 	node node
 	once sync.Once
-	w    writer // set by kind, or by a test before the first use
+	w    writer // the node kind's, chosen at the first use
 	nft  bool   // iptables is iptables-nft: Usable asks nf_tables
 }
 
@@ -55,12 +55,9 @@ func newOn(n node) *Backend { return &Backend{node: n} }
 func (b *Backend) writer() writer {
 	b.once.Do(func() {
 		b.nft = b.node.isNFT()
-		switch {
-		case b.w != nil: // a test's
-		case b.nft:
+		b.w = newLegacy("")
+		if b.nft {
 			b.w = &nft{restore: newLegacy("")}
-		default:
-			b.w = newLegacy("")
 		}
 	})
 	return b.w

@@ -5,6 +5,7 @@ package iptables
 // &nft{} for netlink without an iptables-restore to fall back on).
 func withWriter(w writer) *Backend {
 	b := New()
+	b.writer() // the node's choice made, then replaced
 	b.w = w
 	return b
 }

@@ -11,17 +11,20 @@ import (
 )
 
 // fakeNode is a machine with the given binaries (name → what the link
-// resolves to), /proc files and nf_tables; it counts the processes asked.
+// resolves to), /proc files and nf_tables; it counts the PATH lookups and
+// the processes asked.
 type fakeNode struct {
 	bins     map[string]string
 	proc     map[string]bool
 	nfTables error
+	looked   int
 	asked    int
 }
 
 func (f *fakeNode) node() node {
 	return node{
 		lookPath: func(file string) (string, error) {
+			f.looked++
 			if _, ok := f.bins[file]; ok {
 				return "/usr/sbin/" + file, nil
 			}
@@ -86,5 +89,23 @@ func TestUsableOnThisNode(t *testing.T) {
 	}
 	if err := b.Usable(context.Background()); err != nil {
 		t.Errorf("Usable() on an iptables-nft node = %v", err)
+	}
+}
+
+// TestNewLooksNothingUp: a call whose network is on nftables builds the
+// iptables backend too (the automatic choice holds both), so New must not
+// look iptables up on PATH; its first use does, once.
+func TestNewLooksNothingUp(t *testing.T) {
+	f := &fakeNode{bins: binaries("xtables-nft-multi")}
+	b := newOn(f.node())
+	if f.looked != 0 {
+		t.Fatalf("New looked %d tools up on PATH, want none", f.looked)
+	}
+	if _, ok := b.writer().(*nft); !ok || !b.nft {
+		t.Fatalf("first use chose %T (nft %v), want the iptables-nft writer", b.w, b.nft)
+	}
+	looked := f.looked
+	if b.writer(); f.looked != looked {
+		t.Errorf("the second use looked %d more tools up, want none", f.looked-looked)
 	}
 }
