@@ -1,6 +1,7 @@
 package ifconf
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 
@@ -95,6 +96,38 @@ func TestEnableForwardingReadsNetconf(t *testing.T) {
 		}
 		if got := procValue(t, "net/ipv4/ip_forward"); got != 1 {
 			t.Errorf("ip_forward = %d after EnableForwarding, want 1", got)
+		}
+	})
+}
+
+// TestForwardingOff: STATUS's and the repair's look at forwarding names
+// exactly the families asked for whose forwarding is off, as /proc/sys
+// shows it.
+func TestForwardingOff(t *testing.T) {
+	in := sandbox.VethPairNS(t)
+	in(t, func(netlink.Link, netlink.Link) {
+		keys := map[string]string{"net.ipv4.ip_forward": "net/ipv4/ip_forward", "net.ipv6.conf.all.forwarding": "net/ipv6/conf/all/forwarding"}
+		for _, v4 := range []string{"0", "1"} {
+			for _, v6 := range []string{"0", "1"} {
+				for key, val := range map[string]string{"net.ipv4.ip_forward": v4, "net.ipv6.conf.all.forwarding": v6} {
+					if err := sysctl.Set(keys[key], val); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var want []string
+				if v4 == "0" {
+					want = append(want, "net.ipv4.ip_forward")
+				}
+				if v6 == "0" {
+					want = append(want, "net.ipv6.conf.all.forwarding")
+				}
+				if got := ForwardingOff(true, true); !slices.Equal(got, want) {
+					t.Errorf("ip_forward=%s, all.forwarding=%s: ForwardingOff = %v, want %v", v4, v6, got, want)
+				}
+				if got := ForwardingOff(false, false); len(got) != 0 {
+					t.Errorf("no family asked for: ForwardingOff = %v, want none", got)
+				}
+			}
 		}
 	})
 }

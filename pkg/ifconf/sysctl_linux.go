@@ -124,13 +124,14 @@ func forwardingOn(family int, key string) bool {
 	return err == nil && v == "1"
 }
 
-// ensureForwarding reads the family's forwarding over netlink and writes
-// the sysctl only when it is off (or could not be read).
+// ensureForwarding writes the family's forwarding sysctl only when
+// forwardingOn finds it off.
 func ensureForwarding(family int, name string) error {
-	if cur, err := netconfForwarding(family); err == nil && cur == 1 {
+	if forwardingOn(family, name) {
 		return nil
 	}
-	return SetUnlessEqual(name, "1")
+	_, err := setIfPresent(name, "1")
+	return err
 }
 
 // SetUnlessEqual writes a sysctl only when it holds another value, so that
