@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 # on a private bus (test/firewalld); without systemd its package starts
 # nothing on the machine. procps: sysctl --system, run by test/resync and
 # pkg/sysctlkeep only in a private mount namespace over the test's files.
-PACKAGES=(iproute2 iptables nftables conntrack iputils-ping socat util-linux curl time ethtool firewalld dbus procps)
+# strace: test/execs traces which programs a chain's calls start.
+PACKAGES=(iproute2 iptables nftables conntrack iputils-ping socat util-linux curl time ethtool firewalld dbus procps strace)
 
 scripts/install-packages.sh install-deps "${PACKAGES[@]}"
 
