@@ -133,29 +133,18 @@ func (b *Batch) DelRule(t Table, chain string, handle uint64) {
 	}))
 }
 
-// AddMap: add map <t> <name> { type <key> : verdict; }, the key given by
-// its datatype number and length.
-func (b *Batch) AddMap(t Table, name string, keyType, keyLen uint32) {
-	b.AddMapUserdata(t, name, keyType, keyLen, nil)
-}
-
-// AddMapUserdata is AddMap with the set's user data (what nft reads back
-// to print the keys, such as their byte order), when not nil.
-func (b *Batch) AddMapUserdata(t Table, name string, keyType, keyLen uint32, udata []byte) {
-	b.setID++
-	b.push(unix.NFT_MSG_NEWSET, netlink.Create, t, encodeAttrs(func(ae *netlink.AttributeEncoder) {
-		if udata != nil {
-			defer ae.Bytes(unix.NFTA_SET_USERDATA, udata)
-		}
-		ae.String(unix.NFTA_SET_TABLE, t.Name)
-		ae.String(unix.NFTA_SET_NAME, name)
-		ae.Uint32(unix.NFTA_SET_FLAGS, unix.NFT_SET_MAP)
-		ae.Uint32(unix.NFTA_SET_KEY_TYPE, keyType)
-		ae.Uint32(unix.NFTA_SET_KEY_LEN, keyLen)
-		ae.Uint32(unix.NFTA_SET_DATA_TYPE, unix.NFT_DATA_VERDICT)
-		ae.Uint32(unix.NFTA_SET_DATA_LEN, 0)
-		ae.Uint32(unix.NFTA_SET_ID, b.setID)
-	}))
+// SetSpec describes a named set or map: its key (datatype number, length
+// and, for an interval set of a concatenation, the unpadded length of each
+// field) and what its elements map to: nothing (a set), a verdict, or data
+// of a datatype and length.
+type SetSpec struct {
+	Name              string
+	KeyType, KeyLen   uint32
+	Interval          bool
+	FieldLens         []uint32 // with Interval: the concatenation's fields
+	Verdict           bool     // a verdict map
+	DataType, DataLen uint32   // a data map when DataLen > 0
+	Udata             []byte   // the set's user data, when not nil
 }
 
 // Attributes of interval maps of concatenations (linux/netfilter/
@@ -167,30 +156,76 @@ const (
 	setElemKeyEnd = 10   // NFTA_SET_ELEM_KEY_END
 )
 
-// AddIntervalMap: add map <t> <name> { type <key> : verdict; flags
-// interval; }, its key a concatenation of fields of the given lengths
-// (unpadded), as nft writes it: flags map, interval and concat, and the
-// field lengths in the set's description (what the kernel's pipapo set
-// needs to match ranges of concatenated keys).
-func (b *Batch) AddIntervalMap(t Table, name string, keyType, keyLen uint32, fieldLens []uint32) {
+// AddSet: add set <t> <name> { type <key>; } or add map <t> <name> { type
+// <key> : verdict|<data>; }, with "flags interval;" for an Interval set, as
+// nft writes them: an interval set of a concatenation also carries the
+// concat flag and its field lengths in its description (what the kernel's
+// pipapo set needs to match ranges of concatenated keys).
+func (b *Batch) AddSet(t Table, s SetSpec) {
 	b.setID++
+	var flags uint32
+	if s.Verdict || s.DataLen > 0 {
+		flags |= unix.NFT_SET_MAP
+	}
+	if s.Interval {
+		flags |= unix.NFT_SET_INTERVAL
+		if len(s.FieldLens) > 1 {
+			flags |= setConcat
+		}
+	}
 	b.push(unix.NFT_MSG_NEWSET, netlink.Create, t, encodeAttrs(func(ae *netlink.AttributeEncoder) {
+		if s.Udata != nil {
+			defer ae.Bytes(unix.NFTA_SET_USERDATA, s.Udata)
+		}
 		ae.String(unix.NFTA_SET_TABLE, t.Name)
-		ae.String(unix.NFTA_SET_NAME, name)
-		ae.Uint32(unix.NFTA_SET_FLAGS, unix.NFT_SET_MAP|unix.NFT_SET_INTERVAL|setConcat)
-		ae.Uint32(unix.NFTA_SET_KEY_TYPE, keyType)
-		ae.Uint32(unix.NFTA_SET_KEY_LEN, keyLen)
-		ae.Uint32(unix.NFTA_SET_DATA_TYPE, unix.NFT_DATA_VERDICT)
-		ae.Uint32(unix.NFTA_SET_DATA_LEN, 0)
+		ae.String(unix.NFTA_SET_NAME, s.Name)
+		ae.Uint32(unix.NFTA_SET_FLAGS, flags)
+		ae.Uint32(unix.NFTA_SET_KEY_TYPE, s.KeyType)
+		ae.Uint32(unix.NFTA_SET_KEY_LEN, s.KeyLen)
+		switch {
+		case s.Verdict:
+			ae.Uint32(unix.NFTA_SET_DATA_TYPE, unix.NFT_DATA_VERDICT)
+			ae.Uint32(unix.NFTA_SET_DATA_LEN, 0)
+		case s.DataLen > 0:
+			ae.Uint32(unix.NFTA_SET_DATA_TYPE, s.DataType)
+			ae.Uint32(unix.NFTA_SET_DATA_LEN, s.DataLen)
+		}
 		ae.Uint32(unix.NFTA_SET_ID, b.setID)
-		ae.Nested(unix.NFTA_SET_DESC, func(d *netlink.AttributeEncoder) error {
-			d.Nested(setDescConcat, func(c *netlink.AttributeEncoder) error {
-				for _, l := range fieldLens {
-					c.Nested(unix.NFTA_LIST_ELEM, func(f *netlink.AttributeEncoder) error {
-						f.Uint32(setFieldLen, l)
-						return nil
-					})
-				}
+		if s.Interval && len(s.FieldLens) > 1 {
+			ae.Nested(unix.NFTA_SET_DESC, func(d *netlink.AttributeEncoder) error {
+				d.Nested(setDescConcat, func(c *netlink.AttributeEncoder) error {
+					for _, l := range s.FieldLens {
+						c.Nested(unix.NFTA_LIST_ELEM, func(f *netlink.AttributeEncoder) error {
+							f.Uint32(setFieldLen, l)
+							return nil
+						})
+					}
+					return nil
+				})
+				return nil
+			})
+		}
+	}))
+}
+
+// Elem is an element of a named set or map as the kernel holds it: its
+// key, the key of its range's end (interval sets of concatenations; nil
+// otherwise), and what it maps to: a chain it jumps to (verdict maps) or
+// data (data maps); Comment is the comment nft shows beside it.
+type Elem struct {
+	Key, End []byte
+	Chain    string
+	Data     []byte
+	Comment  string
+}
+
+func (b *Batch) elem(msg int, flags netlink.HeaderFlags, t Table, set string, el Elem) {
+	b.push(msg, flags, t, encodeAttrs(func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_SET_ELEM_LIST_TABLE, t.Name)
+		ae.String(unix.NFTA_SET_ELEM_LIST_SET, set)
+		ae.Nested(unix.NFTA_SET_ELEM_LIST_ELEMENTS, func(list *netlink.AttributeEncoder) error {
+			list.Nested(unix.NFTA_LIST_ELEM, func(e *netlink.AttributeEncoder) error {
+				encodeElem(e, el)
 				return nil
 			})
 			return nil
@@ -198,38 +233,34 @@ func (b *Batch) AddIntervalMap(t Table, name string, keyType, keyLen uint32, fie
 	}))
 }
 
-func (b *Batch) elem(msg int, flags netlink.HeaderFlags, t Table, set string, key, end []byte, chain string) {
-	b.push(msg, flags, t, encodeAttrs(func(ae *netlink.AttributeEncoder) {
-		ae.String(unix.NFTA_SET_ELEM_LIST_TABLE, t.Name)
-		ae.String(unix.NFTA_SET_ELEM_LIST_SET, set)
-		ae.Nested(unix.NFTA_SET_ELEM_LIST_ELEMENTS, func(list *netlink.AttributeEncoder) error {
-			list.Nested(unix.NFTA_LIST_ELEM, func(e *netlink.AttributeEncoder) error {
-				e.Nested(unix.NFTA_SET_ELEM_KEY, func(k *netlink.AttributeEncoder) error {
-					k.Bytes(unix.NFTA_DATA_VALUE, key)
-					return nil
-				})
-				if end != nil {
-					e.Nested(setElemKeyEnd, func(k *netlink.AttributeEncoder) error {
-						k.Bytes(unix.NFTA_DATA_VALUE, end)
-						return nil
-					})
-				}
-				if chain != "" {
-					e.Nested(unix.NFTA_SET_ELEM_DATA, func(d *netlink.AttributeEncoder) error {
-						d.Nested(unix.NFTA_DATA_VERDICT, func(v *netlink.AttributeEncoder) error {
-							var jump int32 = unix.NFT_JUMP
-							v.Uint32(unix.NFTA_VERDICT_CODE, uint32(jump))
-							v.String(unix.NFTA_VERDICT_CHAIN, chain)
-							return nil
-						})
-						return nil
-					})
-				}
+func encodeElem(e *netlink.AttributeEncoder, el Elem) {
+	value := func(attr uint16, v []byte) {
+		e.Nested(attr, func(k *netlink.AttributeEncoder) error {
+			k.Bytes(unix.NFTA_DATA_VALUE, v)
+			return nil
+		})
+	}
+	value(unix.NFTA_SET_ELEM_KEY, el.Key)
+	if el.End != nil {
+		value(setElemKeyEnd, el.End)
+	}
+	switch {
+	case el.Chain != "":
+		e.Nested(unix.NFTA_SET_ELEM_DATA, func(d *netlink.AttributeEncoder) error {
+			d.Nested(unix.NFTA_DATA_VERDICT, func(v *netlink.AttributeEncoder) error {
+				var jump int32 = unix.NFT_JUMP
+				v.Uint32(unix.NFTA_VERDICT_CODE, uint32(jump))
+				v.String(unix.NFTA_VERDICT_CHAIN, el.Chain)
 				return nil
 			})
 			return nil
 		})
-	}))
+	case el.Data != nil:
+		value(unix.NFTA_SET_ELEM_DATA, el.Data)
+	}
+	if el.Comment != "" {
+		e.Bytes(unix.NFTA_SET_ELEM_USERDATA, userdata.AppendString(nil, userdata.TypeComment, el.Comment))
+	}
 }
 
 // AddElem: add element <t> <set> { <key> : jump <chain> }, the key encoded
@@ -239,9 +270,20 @@ func (b *Batch) AddElem(t Table, set string, key []byte, chain string) {
 }
 
 // AddElemRange is AddElem with the key of the element's range end, for a
-// map of AddIntervalMap (nil for other maps).
+// interval map (nil for other maps).
 func (b *Batch) AddElemRange(t Table, set string, key, end []byte, chain string) {
-	b.elem(unix.NFT_MSG_NEWSETELEM, netlink.Create, t, set, key, end, chain)
+	b.elem(unix.NFT_MSG_NEWSETELEM, netlink.Create, t, set, Elem{Key: key, End: end, Chain: chain})
+}
+
+// AddSetElem: add element <t> <set> { <key> comment "<comment>" [: <data>] }
+// to a set or data map; with excl, create element: the kernel refuses a key
+// already held, whatever it maps to.
+func (b *Batch) AddSetElem(t Table, set string, el Elem, excl bool) {
+	flags := netlink.Create
+	if excl {
+		flags |= netlink.Excl
+	}
+	b.elem(unix.NFT_MSG_NEWSETELEM, flags, t, set, el)
 }
 
 // DelElem: delete element <t> <set> { <key> }
@@ -252,7 +294,7 @@ func (b *Batch) DelElem(t Table, set string, key []byte) {
 // DelElemRange is DelElem with the key of the element's range end.
 func (b *Batch) DelElemRange(t Table, set string, key, end []byte) {
 	b.deleting = true
-	b.elem(unix.NFT_MSG_DELSETELEM, 0, t, set, key, end, "")
+	b.elem(unix.NFT_MSG_DELSETELEM, 0, t, set, Elem{Key: key, End: end})
 }
 
 // AddRule: add rule <t> <chain> <exprs> comment "<comment>"; an empty

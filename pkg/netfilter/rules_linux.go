@@ -175,6 +175,14 @@ func ParseExprs(family byte, b []byte) (out []expr.Any, ok bool) {
 			case unix.NFTA_EXPR_NAME:
 				name = ex.String()
 			case unix.NFTA_EXPR_DATA:
+				if name == "byteorder" { // google/nftables cannot read it
+					b, ok := decodeByteorder(ex.Bytes())
+					if !ok {
+						return nil, false
+					}
+					out = append(out, b)
+					continue
+				}
 				e := exprOfName(name)
 				if e == nil || expr.Unmarshal(family, ex.Bytes(), e) != nil {
 					return nil, false
@@ -217,6 +225,31 @@ func exprOfName(name string) expr.Any {
 		return &expr.NAT{}
 	}
 	return nil
+}
+
+// decodeByteorder reads a byteorder expression's attributes.
+func decodeByteorder(b []byte) (*expr.Byteorder, bool) {
+	ad, err := netlink.NewAttributeDecoder(b)
+	if err != nil {
+		return nil, false
+	}
+	ad.ByteOrder = binary.BigEndian
+	e := &expr.Byteorder{}
+	for ad.Next() {
+		switch ad.Type() {
+		case unix.NFTA_BYTEORDER_SREG:
+			e.SourceRegister = ad.Uint32()
+		case unix.NFTA_BYTEORDER_DREG:
+			e.DestRegister = ad.Uint32()
+		case unix.NFTA_BYTEORDER_OP:
+			e.Op = expr.ByteorderOp(ad.Uint32())
+		case unix.NFTA_BYTEORDER_LEN:
+			e.Len = ad.Uint32()
+		case unix.NFTA_BYTEORDER_SIZE:
+			e.Size = ad.Uint32()
+		}
+	}
+	return e, ad.Err() == nil
 }
 
 // VerdictChain returns the chain of a verdict's data (the nested

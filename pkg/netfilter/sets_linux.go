@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/google/nftables/userdata"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -71,15 +72,10 @@ func (b *Batch) AddAnonSet(t Table, keyType, keyLen uint32, interval bool, udata
 	return id
 }
 
-// MapElem is an element of a verdict map as the kernel holds it: its key,
-// the key of its range's end (interval maps of concatenations; nil
-// otherwise) and the chain it jumps to.
-type MapElem struct {
-	Key, End []byte
-	Chain    string
-}
+// MapElem is an element of a map or set as the kernel holds it (Elem).
+type MapElem = Elem
 
-// MapElems dumps the elements of a verdict map; a missing table or map
+// MapElems dumps the elements of a set or map; a missing table or map
 // yields none.
 // Equivalent to: nft list map <family> <table> <map>
 func (n *Conn) MapElems(family byte, table, set string) ([]MapElem, error) {
@@ -114,6 +110,50 @@ func (n *Conn) MapElems(family byte, table, set string) ([]MapElem, error) {
 	return out, nil
 }
 
+// GetElem reads the element of a set or map with the given key (and range
+// end, for an interval set of a concatenation); found is false when the set
+// holds no such element, or the set or its table is missing.
+// Equivalent to: nft get element <family> <table> <set> { <key> }
+func (n *Conn) GetElem(family byte, table, set string, key, end []byte) (el Elem, found bool, err error) {
+	if len(table) > maxName || len(set) > maxName {
+		return Elem{}, false, nil
+	}
+	data := encodeAttrs(func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_SET_ELEM_LIST_TABLE, table)
+		ae.String(unix.NFTA_SET_ELEM_LIST_SET, set)
+		ae.Nested(unix.NFTA_SET_ELEM_LIST_ELEMENTS, func(list *netlink.AttributeEncoder) error {
+			list.Nested(unix.NFTA_LIST_ELEM, func(e *netlink.AttributeEncoder) error {
+				encodeElem(e, Elem{Key: key, End: end})
+				return nil
+			})
+			return nil
+		})
+	})
+	msgs, err := n.execute(netlink.Message{
+		Header: netlink.Header{Type: nftMsgType(unix.NFT_MSG_GETSETELEM), Flags: netlink.Request},
+		Data:   append(nfgen(family), data...),
+	})
+	if errors.Is(err, unix.ENOENT) {
+		return Elem{}, false, nil
+	}
+	if err != nil {
+		return Elem{}, false, fmt.Errorf("reading an element of %s %s: %w", table, set, err)
+	}
+	for _, m := range msgs {
+		if len(m.Data) < 4 {
+			continue
+		}
+		elems, err := decodeMapElems(m.Data[4:])
+		if err != nil {
+			return Elem{}, false, fmt.Errorf("reading an element of %s %s: %w", table, set, err)
+		}
+		if len(elems) > 0 {
+			return elems[0], true, nil
+		}
+	}
+	return Elem{}, false, nil
+}
+
 // decodeMapElems reads the NFTA_SET_ELEM_LIST_ELEMENTS of one message.
 func decodeMapElems(b []byte) ([]MapElem, error) {
 	ad, err := netlink.NewAttributeDecoder(b)
@@ -136,7 +176,11 @@ func decodeMapElems(b []byte) ([]MapElem, error) {
 						case setElemKeyEnd:
 							el.End = dataValue(e.Bytes())
 						case unix.NFTA_SET_ELEM_DATA:
-							el.Chain = verdictOfData(e.Bytes())
+							if el.Chain = verdictOfData(e.Bytes()); el.Chain == "" {
+								el.Data = dataValue(e.Bytes())
+							}
+						case unix.NFTA_SET_ELEM_USERDATA:
+							el.Comment, _ = userdata.GetString(e.Bytes(), userdata.TypeComment)
 						}
 					}
 					return nil

@@ -134,6 +134,14 @@ type PortMaps struct {
 	ConditionsV4, ConditionsV6 []string
 }
 
+// Family returns the container address and the conditions of one family.
+func (p *PortMaps) Family(v4 bool) (*net.IPNet, []string) {
+	if v4 {
+		return p.ContainerV4, p.ConditionsV4
+	}
+	return p.ContainerV6, p.ConditionsV6
+}
+
 // PortMapping is one host port forwarded to a container port, or a range
 // of them: Range ports from HostPort, each to the same port of the
 // container (ContainerPort equals HostPort then; see portmap's README).

@@ -2,6 +2,7 @@ package nftables
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os/exec"
 	"strconv"
@@ -77,14 +78,20 @@ func (b *Backend) Remove(_ context.Context, o fwapi.Owner) error {
 	})
 }
 
-// Check compares the owner's chains with the rules r needs.
+// Check compares the owner's chains and elements with the rules r needs.
+// An attachment an earlier version wrote in the layout of legacy.go passes
+// as it is.
 func (b *Backend) Check(_ context.Context, o fwapi.Owner, r fwapi.Rules) error {
 	conn, err := netfilter.Dial()
 	if err != nil {
 		return types.Errorf(types.ErrIO, "%w", err)
 	}
 	defer conn.Close()
-	return nftmodel.Check(conn, o, Chains(o, r))
+	err = nftmodel.Check(conn, o, Chains(o, r))
+	if errors.Is(err, fwapi.ErrMissing) && nftmodel.Check(conn, o, chains(o, r, true)) == nil {
+		return nil
+	}
+	return err
 }
 
 // GC removes the network's owner chains whose owner is not kept.
@@ -97,9 +104,17 @@ func (b *Backend) GC(_ context.Context, plugin, network string, keep []fwapi.Own
 	return nftmodel.GC(conn, plugin, network, keep)
 }
 
+// portMaps are the maps keyed by host port: data maps, and the verdict
+// maps of legacy.go.
+var portMaps = map[string]bool{
+	"port_dnat": true, "hostip_dnat": true, "range_dnat": true, "hostip_range_dnat": true,
+	"ports": true, "hostip_ports": true, "port_ranges": true, "hostip_port_ranges": true,
+}
+
 // Mapped returns the host ports of the owner's DNAT chains, read from the
-// map elements their rules' comments name ("ports:udp . 53",
-// "hostip_ports:192.0.2.1 . tcp . 80", "port_ranges:tcp . 8000-8100").
+// map elements their rules' comments name ("port_dnat:udp . 53 : …",
+// "hostip_dnat:192.0.2.1 . tcp . 80 : …", "range_dnat:tcp . 8000-8100 : …",
+// or in legacy chains "ports:udp . 53").
 func (b *Backend) Mapped(_ context.Context, o fwapi.Owner) ([]fwapi.PortMapping, error) {
 	conn, err := netfilter.Dial()
 	if err != nil {
@@ -128,11 +143,10 @@ func (b *Backend) Mapped(_ context.Context, o fwapi.Owner) ([]fwapi.PortMapping,
 func mappingOfElem(el nftmodel.Elem) (fwapi.PortMapping, bool) {
 	parts := strings.Split(el.Key, " . ")
 	var host net.IP
-	switch {
-	case (el.Set == "ports" || el.Set == "port_ranges") && len(parts) == 2:
-	case (el.Set == "hostip_ports" || el.Set == "hostip_port_ranges") && len(parts) == 3:
+	if strings.HasPrefix(el.Set, "hostip_") && len(parts) == 3 {
 		host, parts = net.ParseIP(parts[0]), parts[1:]
-	default:
+	}
+	if !portMaps[el.Set] || len(parts) != 2 {
 		return fwapi.PortMapping{}, false
 	}
 	first, last, isRange := strings.Cut(parts[1], "-")

@@ -4,18 +4,31 @@
 // isolation of package bridgechains in the same transaction. Package nftmodel turns them
 // into one netlink batch per call.
 //
-// Base chains dispatch through verdict maps keyed by what a packet carries
-// (source address; destination address, protocol and port; input
-// interface) to the owner chains (mq-, pm-, pmq-, sc- followed by 8 hex of
-// the network hash and 16 of the owner hash). A key held by another owner
-// (the same host port, source address or interface) makes Ensure fail with
+// What an attachment adds is elements of data maps and sets the fixed
+// rules of the skeleton act on: masq and snat_to (with masq_local, the
+// container address and its subnet, left alone) in cnisuite_masq;
+// port_dnat, hostip_dnat, range_dnat and hostip_range_dnat (host port to
+// container address and port) and hairpin_masq in cnisuite_portmap. Each
+// element's comment names the owner's ledger chain (mq-, pm-, pmq-
+// followed by 8 hex of the network hash and 16 of the owner hash), which
+// nothing jumps to: its "continue" rules record the elements, for Remove,
+// Check and GC. So an ADD adds no rule that a packet reaches and no jump,
+// and the kernel's validation of the table at each commit walks the fixed
+// rules only, whatever the number of attachments.
+//
+// Port mappings with user conditions, spoof checks and isolation keep a
+// chain of rules per owner, dispatched to by verdict maps keyed by what a
+// packet carries (source address; destination address, protocol and
+// port; interface), as every owner had before the data maps (legacy.go:
+// attachments an earlier version made still pass CHECK, and move to the
+// data maps at their next Ensure). A key held by another owner (the same
+// host port, source address or interface) makes Ensure fail with
 // fwapi.ErrConflict.
 //
-// A port range is one element of an interval map (port_ranges,
-// hostip_port_ranges, hairpin_ranges), beside the maps of single ports,
-// whose flags cannot change while running pods' elements are in them; the
-// range maps and their chains join a table's skeleton only for an owner
-// with a range. An overlap the kernel does not refuse (a range against a
+// A port range is one element of an interval map (range_dnat,
+// hostip_range_dnat, hairpin_masq; port_ranges, hostip_port_ranges,
+// hairpin_ranges for owners with conditions, whose maps and chains join a
+// table's skeleton only for such an owner). An overlap the kernel does not refuse (a range against a
 // single port, a range around another) is found by reading the maps
 // before the transaction (nftmodel.CrossConflict), unless the context says
 // the node's host port claims decided already (fwapi.PortsClaimed): the
@@ -23,7 +36,7 @@
 //
 // Only traffic addressed to the node reaches the port maps (prerouting and
 // output jump to them behind "fib daddr type local"). Hairpin and localhost
-// connections are masqueraded in postrouting: DNATed connections reach the
-// owner's masquerade chain through a map keyed by container address,
-// protocol and container port, and no packet mark is needed.
+// connections are masqueraded in postrouting: a DNATed connection whose
+// container address, protocol, port and source are in hairpin_masq, and no
+// packet mark is needed.
 package nftables

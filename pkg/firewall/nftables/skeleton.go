@@ -1,7 +1,8 @@
 package nftables
 
 import (
-	"github.com/google/nftables/expr"
+	"net"
+	"slices"
 
 	"cnisuite/pkg/firewall/bridgechains"
 	"cnisuite/pkg/firewall/nftmodel"
@@ -33,41 +34,32 @@ func skeletons(chains []nftmodel.Chain) []nftmodel.Skeleton {
 }
 
 // needsRanges reports whether a chain's rules are reached through the
-// port-range maps.
+// port-range verdict maps (legacy.go).
 func needsRanges(c nftmodel.Chain) bool {
 	for _, el := range c.Elems() {
-		if nftmodel.Maps[el.Set].Interval {
+		if m := nftmodel.Maps[el.Set]; m.Interval && m.Verdict() {
 			return true
 		}
 	}
 	return false
 }
 
-// rangeSkeleton is the part of the portmap table that port ranges need:
-// interval maps and the chains that look them up. It extends the
-// skeleton of single ports, whose maps cannot gain the interval flag
-// while running pods' elements are in them, only for an attachment with a
-// range, so nodes without ranges keep their tables as they were (and an
-// ADD without ranges leaves the range chains alone: it reads only the
-// chains of its own skeleton). Its chains have the same hooks and priorities as the single
-// ports' chains; the first DNAT of a packet wins, and a range never shares
-// a port with another owner's mapping (Ensure refuses the overlap).
+// rangeSkeleton is the part of the portmap table that port ranges with
+// user conditions need (legacy.go): interval verdict maps and the chains
+// that look them up. It extends the skeleton of single ports, whose maps
+// cannot gain the interval flag while running pods' elements are in them,
+// only for such an attachment. Its chains have the same hooks and
+// priorities as the single ports' chains; the first DNAT of a packet wins,
+// and a range never shares a port with another owner's mapping (Ensure
+// refuses the overlap).
 func rangeSkeleton(t nftmodel.Table) nftmodel.Skeleton {
-	ip := "ip6"
-	if t.Family == "ip" {
-		ip = "ip"
-	}
-	return dispatchSkeleton(t, t.Family == "ip", ip, [3]string{"hostip_port_ranges", "port_ranges", "hairpin_ranges"},
+	return dispatchSkeleton(t, t.Family == "ip", [3]string{"hostip_port_ranges", "port_ranges", "hairpin_ranges"},
 		[4]string{"prerouting_ranges", "output_ranges", "hostport_ranges", "masquerading_ranges"})
 }
 
 // skeleton returns the skeleton of one of our tables.
 func skeleton(t nftmodel.Table) nftmodel.Skeleton {
 	v4 := t.Family == "ip"
-	ip := "ip"
-	if !v4 {
-		ip = "ip6"
-	}
 	switch t {
 	case nftmodel.IsoBridge:
 		return bridgechains.IsoBridgeSkeleton()
@@ -76,30 +68,77 @@ func skeleton(t nftmodel.Table) nftmodel.Skeleton {
 	}
 	switch t.Name {
 	case nftmodel.Masq4.Name:
-		return nftmodel.Skeleton{Table: t, Maps: []nftmodel.Map{nftmodel.Maps["sources"]}, Chains: []nftmodel.Base{{
-			Name: "postrouting", Hook: nftmodel.HookSrcNAT,
-			Rules: []nftmodel.Rule{nftmodel.Build(nil, nftrule.VmapOf(ip+" saddr", "sources",
-				nftrule.LoadNH(nftrule.SaddrOff(v4), nftrule.AddrLen(v4), nftrule.Reg1)))},
-		}}}
+		return masqSkeleton(t, v4)
 	case nftmodel.Port4.Name:
-		return portSkeleton(t, v4, ip)
+		return portSkeleton(t, v4)
 	case nftmodel.Spoof.Name:
 		return bridgechains.SpoofSkeleton()
 	}
 	return nftmodel.Skeleton{Table: t}
 }
 
-// portSkeleton is the portmap table: only traffic addressed to the node
-// itself (fib daddr type local) reaches the host-port maps.
-func portSkeleton(t nftmodel.Table, v4 bool, ip string) nftmodel.Skeleton {
-	return dispatchSkeleton(t, v4, ip, [3]string{"hostip_ports", "ports", "hairpins"},
-		[4]string{"prerouting", "output", "hostports", "masquerading"})
+// masqSkeleton is the masquerade table: a container address in masq is
+// masqueraded, one in snat_to gets the source it maps to, unless the
+// packet goes to multicast or to the address's own subnet (masq_local).
+// The verdict map sources leads to the chains of attachments made before
+// the data maps (legacy.go).
+func masqSkeleton(t nftmodel.Table, v4 bool) nftmodel.Skeleton {
+	multicast := "ff00::/8"
+	if v4 {
+		multicast = "224.0.0.0/4"
+	}
+	_, mcast, _ := net.ParseCIDR(multicast)
+	saddr := nftrule.ConcatKey(v4, false, nftrule.FieldSaddr)
+	return nftmodel.Skeleton{Table: t,
+		Maps: []nftmodel.Map{nftmodel.Maps["sources"], nftmodel.Maps["masq_local"], nftmodel.Maps["masq"], nftmodel.Maps["snat_to"]},
+		Chains: []nftmodel.Base{{
+			Name: "postrouting", Hook: nftmodel.HookSrcNAT,
+			Rules: []nftmodel.Rule{
+				nftmodel.Build(nil, nftrule.VmapKey(saddr, "sources")),
+				nftmodel.Build(nil, nftrule.Prefix(v4, "daddr", mcast, false), nftrule.Return),
+				nftmodel.Build(nil, nftrule.InNamed(nftrule.ConcatKey(v4, true, nftrule.FieldSaddr, nftrule.FieldDaddr), "masq_local"), nftrule.Return),
+				nftmodel.Build(nil, nftrule.InNamed(saddr, "masq"), nftrule.Masquerade),
+				nftmodel.Build(nil, nftrule.NATMap(false, v4, saddr, "snat_to", false)),
+			},
+		}}}
 }
+
+// portSkeleton is the portmap table: only traffic addressed to the node
+// itself (fib daddr type local) reaches the host-port maps. A host port
+// in hostip_dnat or port_dnat is translated to the container address and
+// port it maps to, one in hostip_range_dnat or range_dnat to the container
+// address (the port kept); a DNATed connection in hairpin_masq (container
+// address, protocol, port and source prefix) is masqueraded. The verdict
+// maps lead to the chains of attachments with user conditions, or made
+// before the data maps (legacy.go).
+func portSkeleton(t nftmodel.Table, v4 bool) nftmodel.Skeleton {
+	s := dispatchSkeleton(t, v4, [3]string{"hostip_ports", "ports", "hairpins"},
+		[4]string{"prerouting", "output", "hostports", "masquerading"})
+	for _, m := range []string{"hostip_dnat", "hostip_range_dnat", "port_dnat", "range_dnat", "hairpin_masq"} {
+		s.Maps = append(s.Maps, nftmodel.Maps[m])
+	}
+	s.Chains[2].Rules = append(s.Chains[2].Rules,
+		nftmodel.Build(nil, nftrule.NATMap(true, v4, nftrule.ConcatKey(v4, false, hostKey...), "hostip_dnat", true)),
+		nftmodel.Build(nil, nftrule.NATMap(true, v4, nftrule.ConcatKey(v4, true, hostKey...), "hostip_range_dnat", false)),
+		nftmodel.Build(nil, nftrule.NATMap(true, v4, nftrule.ConcatKey(v4, false, portKey...), "port_dnat", true)),
+		nftmodel.Build(nil, nftrule.NATMap(true, v4, nftrule.ConcatKey(v4, true, portKey...), "range_dnat", false)))
+	s.Chains[3].Rules = append(s.Chains[3].Rules, nftmodel.Build(nil,
+		nftrule.Ct("status", "dnat", 0x20), // IPS_DST_NAT
+		nftrule.InNamed(nftrule.ConcatKey(v4, true, append(slices.Clone(hostKey), nftrule.FieldSaddr)...), "hairpin_masq"),
+		nftrule.Masquerade))
+	return s
+}
+
+// The keys of the host-port maps: with the node's address, and without.
+var (
+	hostKey = []string{nftrule.FieldDaddr, nftrule.FieldL4Proto, nftrule.FieldDport}
+	portKey = []string{nftrule.FieldL4Proto, nftrule.FieldDport}
+)
 
 // dispatchSkeleton is a portmap table's maps (host address and port,
 // port, hairpin) and the chains that look them up (prerouting, output,
 // host ports, masquerading), by their names.
-func dispatchSkeleton(t nftmodel.Table, v4 bool, ip string, maps [3]string, chains [4]string) nftmodel.Skeleton {
+func dispatchSkeleton(t nftmodel.Table, v4 bool, maps [3]string, chains [4]string) nftmodel.Skeleton {
 	toHostports := nftmodel.Build(nil, nftrule.FibLocal(), nftrule.Jump(chains[2]))
 	return nftmodel.Skeleton{
 		Table: t,
@@ -108,30 +147,12 @@ func dispatchSkeleton(t nftmodel.Table, v4 bool, ip string, maps [3]string, chai
 			{Name: chains[0], Hook: nftmodel.HookPrerouting("nat", -100, "dstnat"), Rules: []nftmodel.Rule{toHostports}},
 			{Name: chains[1], Hook: nftmodel.HookOutputNAT, Rules: []nftmodel.Rule{toHostports}},
 			{Name: chains[2], Rules: []nftmodel.Rule{
-				nftmodel.Build(nil, nftrule.VmapOf(ip+" daddr . meta l4proto . th dport", maps[0], exprConcatKey(v4, true)...)),
-				nftmodel.Build(nil, nftrule.VmapOf("meta l4proto . th dport", maps[1], exprConcatKey(v4, false)...)),
+				nftmodel.Build(nil, nftrule.VmapKey(nftrule.ConcatKey(v4, false, hostKey...), maps[0])),
+				nftmodel.Build(nil, nftrule.VmapKey(nftrule.ConcatKey(v4, false, portKey...), maps[1])),
 			}},
 			{Name: chains[3], Hook: nftmodel.HookSrcNAT, Rules: []nftmodel.Rule{nftmodel.Build(nil,
 				nftrule.Ct("status", "dnat", 0x20), // IPS_DST_NAT
-				nftrule.VmapOf(ip+" daddr . meta l4proto . th dport", maps[2], exprConcatKey(v4, true)...))}},
+				nftrule.VmapKey(nftrule.ConcatKey(v4, false, hostKey...), maps[2]))}},
 		},
 	}
-}
-
-// exprConcatKey loads "<ip> daddr . meta l4proto . th dport" into Reg1
-// onwards (without the address when withAddr is false), as nft does.
-func exprConcatKey(v4, withAddr bool) []expr.Any {
-	protoReg, portReg := uint32(nftrule.Reg1), uint32(nftrule.Reg32x01)
-	var out []expr.Any
-	if withAddr {
-		l := uint32(16)
-		protoReg, portReg = nftrule.Reg2, nftrule.Reg32x05
-		if v4 {
-			l, protoReg, portReg = 4, nftrule.Reg32x01, nftrule.Reg32x02
-		}
-		out = append(out, nftrule.LoadNH(nftrule.DaddrOff(v4), l, nftrule.Reg1))
-	}
-	return append(out,
-		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: protoReg},
-		&expr.Payload{DestRegister: portReg, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2})
 }

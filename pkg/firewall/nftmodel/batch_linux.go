@@ -77,11 +77,7 @@ func readSkeleton(conn *netfilter.Conn, s Skeleton) (intact, hasRules bool, err 
 func writeSkeleton(b *netfilter.Batch, s Skeleton, rewrite bool) {
 	b.AddTable(s.Table)
 	for _, m := range s.Maps {
-		if m.Interval {
-			b.AddIntervalMap(s.Table, m.Name, m.keyType(s.Table), m.keyLen(s.Table), m.fieldLens(s.Table))
-			continue
-		}
-		b.AddMapUserdata(s.Table, m.Name, m.keyType(s.Table), m.keyLen(s.Table), m.userdata())
+		b.AddSet(s.Table, m.spec(s.Table))
 	}
 	for _, c := range s.Chains {
 		var h *netfilter.Hook
@@ -156,7 +152,7 @@ func EnsureBatch(b *netfilter.Batch, desired []Chain, existing []Existing, safe 
 			}
 		}
 		for _, el := range c.Elems() {
-			addElem(b, c.Table, el, c.Name)
+			addElem(b, c.Table, el, c.Name, !had)
 		}
 	}
 }
@@ -195,19 +191,31 @@ func addSets(b *netfilter.Batch, t Table, r Rule) []expr.Any {
 	return out
 }
 
-// addElem: add element <t> <set> { <key> : jump <chain> }
-func addElem(b *netfilter.Batch, t Table, el Elem, chain string) {
+// addElem: add element <t> <set> { <key> : jump <chain> } in a verdict
+// map; add element <t> <set> { <key> comment "<chain>" [: <data>] } in a
+// set or data map, as create element when fresh (the owner had no chain):
+// in a set the kernel would otherwise take another owner's key silently.
+func addElem(b *netfilter.Batch, t Table, el Elem, chain string, fresh bool) {
 	key, end, err := ElemKeys(t, el)
 	if err != nil {
 		b.Fail(err)
 		return
 	}
-	b.AddElemRange(t, el.Set, key, end, chain)
+	if Maps[el.Set].Verdict() {
+		b.AddElemRange(t, el.Set, key, end, chain)
+		return
+	}
+	data, err := ElemData(t, el)
+	if err != nil {
+		b.Fail(err)
+		return
+	}
+	b.AddSetElem(t, el.Set, netfilter.Elem{Key: key, End: end, Data: data, Comment: chain}, fresh)
 }
 
 func removeElem(b *netfilter.Batch, t Table, chain string, el Elem, safe bool) {
 	if safe {
-		addElem(b, t, el, chain)
+		addElem(b, t, el, chain, false)
 	}
 	key, end, err := ElemKeys(t, el)
 	if err != nil {

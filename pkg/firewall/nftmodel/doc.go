@@ -13,8 +13,11 @@
 // of the nftables backend proves both list identically.
 //
 // Each owner rule's comment holds a digest of the rule and the map element
-// it needs ("cnisuite <digest> <map>:<key>"): Remove reads the owner's
-// chains over netlink and deletes those elements and the chains. The fixed
+// it needs ("cnisuite <digest> <map>:<key>", with " : <value>" for a data
+// map's): Remove reads the owner's chains over netlink and deletes those
+// elements and the chains. A ledger chain (Ledger) holds only such
+// comments, for elements of data maps and sets that fixed rules act on;
+// Check also reads each of those elements. The fixed
 // part of a table (Skeleton: maps, base chains and their rules) is written
 // only when a read shows it is not intact, and an owner chain already
 // holding its rules is left alone, so that an ADD, fresh or repeated,

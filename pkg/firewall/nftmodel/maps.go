@@ -9,6 +9,7 @@ import (
 
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/nftrule"
+	"cnisuite/pkg/netfilter"
 )
 
 // nft datatypes (nftables' datatype.h) of map key fields.
@@ -24,36 +25,55 @@ var keyTypes = map[string]struct {
 	"addr6":   {8, 8, 16},
 }
 
-// Map is a verdict map; Fields name the datatypes of its key. An
-// Interval map's elements may cover a range of ports ("tcp . 8000-8100"),
-// its last field; the kernel refuses an element overlapping another.
+// Map is a named set or map of our tables; Fields name the datatypes of
+// its key. A verdict map's elements jump to owner chains (the layout before
+// data maps, kept for user conditions, spoof checks and isolation); a data
+// map's elements carry Data (the datatypes of their value) and a set's
+// nothing: fixed rules of the skeleton act on them, so that an ADD adds
+// only elements. An Interval map's elements may cover a range of ports
+// ("tcp . 8000-8100") or a prefix of addresses ("10.88.0.0/16") in any
+// field; the kernel refuses an element overlapping the end of another.
 type Map struct {
 	Name     string
 	Fields   []string
 	Interval bool
+	Data     []string // the value's datatypes; nil for a verdict map or a set
+	IsSet    bool
 }
+
+// Verdict reports whether the map's elements jump to chains.
+func (m Map) Verdict() bool { return !m.IsSet && m.Data == nil }
 
 // Maps are the maps of our tables, by name: removing an owner chain
 // encodes the keys of its elements whatever table it is in.
 var Maps = map[string]Map{
-	"sources":      {"sources", []string{"addr"}, false},
-	"ports":        {"ports", []string{"proto", "service"}, false},
-	"hostip_ports": {"hostip_ports", []string{"addr", "proto", "service"}, false},
-	"hairpins":     {"hairpins", []string{"addr", "proto", "service"}, false},
+	"sources":      {Name: "sources", Fields: []string{"addr"}},
+	"ports":        {Name: "ports", Fields: []string{"proto", "service"}},
+	"hostip_ports": {Name: "hostip_ports", Fields: []string{"addr", "proto", "service"}},
+	"hairpins":     {Name: "hairpins", Fields: []string{"addr", "proto", "service"}},
 	// Port ranges: maps of their own, since a map's flags cannot change
 	// under the elements of running pods (portmap's README).
-	"port_ranges":        {"port_ranges", []string{"proto", "service"}, true},
-	"hostip_port_ranges": {"hostip_port_ranges", []string{"addr", "proto", "service"}, true},
-	"hairpin_ranges":     {"hairpin_ranges", []string{"addr", "proto", "service"}, true},
-	"ifaces":             {"ifaces", []string{"ifname"}, false},
-	"icc_from":           {"icc_from", []string{"ifname"}, false},
-	"icc_to":             {"icc_to", []string{"ifname"}, false},
-	"icc_addrs4":         {"icc_addrs4", []string{"addr4"}, false},
-	"icc_addrs6":         {"icc_addrs6", []string{"addr6"}, false},
-	"iso_from":           {"iso_from", []string{"ifname"}, false},
-	"iso_to":             {"iso_to", []string{"ifname"}, false},
-	"iso_into":           {"iso_into", []string{"ifname"}, false},
-	"ingress":            {"ingress", []string{"ifname"}, false},
+	"port_ranges":        {Name: "port_ranges", Fields: []string{"proto", "service"}, Interval: true},
+	"hostip_port_ranges": {Name: "hostip_port_ranges", Fields: []string{"addr", "proto", "service"}, Interval: true},
+	"hairpin_ranges":     {Name: "hairpin_ranges", Fields: []string{"addr", "proto", "service"}, Interval: true},
+	"ifaces":             {Name: "ifaces", Fields: []string{"ifname"}},
+	"icc_from":           {Name: "icc_from", Fields: []string{"ifname"}},
+	"icc_to":             {Name: "icc_to", Fields: []string{"ifname"}},
+	"icc_addrs4":         {Name: "icc_addrs4", Fields: []string{"addr4"}},
+	"icc_addrs6":         {Name: "icc_addrs6", Fields: []string{"addr6"}},
+	"iso_from":           {Name: "iso_from", Fields: []string{"ifname"}},
+	"iso_to":             {Name: "iso_to", Fields: []string{"ifname"}},
+	"iso_into":           {Name: "iso_into", Fields: []string{"ifname"}},
+	"ingress":            {Name: "ingress", Fields: []string{"ifname"}},
+	// Data maps and sets: what an attachment adds is elements only.
+	"masq":              {Name: "masq", Fields: []string{"addr"}, IsSet: true},
+	"masq_local":        {Name: "masq_local", Fields: []string{"addr", "addr"}, Interval: true, IsSet: true},
+	"snat_to":           {Name: "snat_to", Fields: []string{"addr"}, Data: []string{"addr"}},
+	"port_dnat":         {Name: "port_dnat", Fields: []string{"proto", "service"}, Data: []string{"addr", "service"}},
+	"hostip_dnat":       {Name: "hostip_dnat", Fields: []string{"addr", "proto", "service"}, Data: []string{"addr", "service"}},
+	"range_dnat":        {Name: "range_dnat", Fields: []string{"proto", "service"}, Interval: true, Data: []string{"addr"}},
+	"hostip_range_dnat": {Name: "hostip_range_dnat", Fields: []string{"addr", "proto", "service"}, Interval: true, Data: []string{"addr"}},
+	"hairpin_masq":      {Name: "hairpin_masq", Fields: []string{"addr", "proto", "service", "addr"}, Interval: true, IsSet: true},
 }
 
 var typeNames = map[string][2]string{
@@ -82,10 +102,22 @@ func (m Map) userdata() []byte {
 	return append([]byte{0, 4}, binary.NativeEndian.AppendUint32(nil, 1)...)
 }
 
-// text is the map's type as nft writes it.
+// text is the set's or map's type as nft writes it: "ipv4_addr . inet_service"
+// for a set, followed by " : verdict" or " : <data types>" for a map.
 func (m Map) text(t Table) string {
+	out := typeText(t, m.Fields)
+	switch {
+	case m.Verdict():
+		out += " : verdict"
+	case !m.IsSet:
+		out += " : " + typeText(t, m.Data)
+	}
+	return out
+}
+
+func typeText(t Table, fields []string) string {
 	var names []string
-	for _, f := range m.Fields {
+	for _, f := range fields {
 		i := 0
 		if t.Family == "ip6" {
 			i = 1
@@ -95,10 +127,25 @@ func (m Map) text(t Table) string {
 	return strings.Join(names, " . ")
 }
 
-// keyType is the datatype number of the key: 6 bits per concatenated field.
-func (m Map) keyType(t Table) uint32 {
+// spec is the set as the kernel creates it.
+func (m Map) spec(t Table) netfilter.SetSpec {
+	s := netfilter.SetSpec{
+		Name: m.Name, KeyType: typeID(t, m.Fields), KeyLen: concatLen(t, m.Fields),
+		Interval: m.Interval, Verdict: m.Verdict(), Udata: m.userdata(),
+	}
+	if m.Interval {
+		s.FieldLens = m.fieldLens(t)
+	}
+	if m.Data != nil {
+		s.DataType, s.DataLen = typeID(t, m.Data), concatLen(t, m.Data)
+	}
+	return s
+}
+
+// typeID is the datatype number of a concatenation: 6 bits per field.
+func typeID(t Table, fields []string) uint32 {
 	var id uint32
-	for _, f := range m.Fields {
+	for _, f := range fields {
 		kt := keyTypes[f].v4
 		if t.Family == "ip6" {
 			kt = keyTypes[f].v6
@@ -108,14 +155,14 @@ func (m Map) keyType(t Table) uint32 {
 	return id
 }
 
-// keyLen is the key size; each field of a concatenation fills whole
-// 32-bit registers.
-func (m Map) keyLen(t Table) uint32 {
-	if len(m.Fields) == 1 {
-		return fieldSize(t, m.Fields[0])
+// concatLen is the size of a key or value; each field of a concatenation
+// fills whole 32-bit registers.
+func concatLen(t Table, fields []string) uint32 {
+	if len(fields) == 1 {
+		return fieldSize(t, fields[0])
 	}
 	var n uint32
-	for _, f := range m.Fields {
+	for _, f := range fields {
 		n += (fieldSize(t, f) + 3) &^ 3
 	}
 	return n
@@ -142,7 +189,9 @@ func ElemKey(t Table, el Elem) ([]byte, error) {
 
 // ElemKeys is ElemKey for any map: for an element of an Interval map it
 // also returns the key of the range's end ("tcp . 8000-8100" gives the
-// keys of "tcp . 8000" and "tcp . 8100"; a single port is a range of one).
+// keys of "tcp . 8000" and "tcp . 8100"; "10.88.0.2 . 10.88.0.0/16" those
+// of "10.88.0.2 . 10.88.0.0" and "10.88.0.2 . 10.88.255.255"; a single
+// value is a range of one).
 func ElemKeys(t Table, el Elem) (key, end []byte, err error) {
 	m, ok := Maps[el.Set]
 	if !ok {
@@ -153,27 +202,12 @@ func ElemKeys(t Table, el Elem) (key, end []byte, err error) {
 		return nil, nil, fmt.Errorf("map %s: key %q does not have %d fields", el.Set, el.Key, len(m.Fields))
 	}
 	for i, f := range m.Fields {
-		first, last := parts[i], parts[i]
-		if m.Interval && i == len(m.Fields)-1 {
-			if a, b, found := strings.Cut(first, "-"); found {
-				first, last = a, b
-			}
-		}
-		bf, err := fieldBytes(t, f, first)
-		if err == nil && last != first {
-			var bl []byte
-			bl, err = fieldBytes(t, f, last)
-			if err == nil && string(bl) < string(bf) {
-				err = fmt.Errorf("range %q ends before it starts", parts[i])
-			}
-			end = append(end, pad(m, bl)...)
-		} else {
-			end = append(end, pad(m, bf)...)
-		}
+		first, last, err := fieldRange(t, f, parts[i], m.Interval)
 		if err != nil {
 			return nil, nil, fmt.Errorf("map %s: key %q: %w", el.Set, el.Key, err)
 		}
-		key = append(key, pad(m, bf)...)
+		key = append(key, pad(len(m.Fields), first)...)
+		end = append(end, pad(len(m.Fields), last)...)
 	}
 	if !m.Interval {
 		end = nil
@@ -181,9 +215,63 @@ func ElemKeys(t Table, el Elem) (key, end []byte, err error) {
 	return key, end, nil
 }
 
-// pad fills a field of a concatenation to whole 32-bit registers.
-func pad(m Map, b []byte) []byte {
-	if len(m.Fields) > 1 {
+// fieldRange encodes one field of a key: its first and last value, the
+// same unless interval allows a range ("8000-8100") or a prefix
+// ("10.88.0.0/16") there.
+func fieldRange(t Table, f, s string, interval bool) (first, last []byte, err error) {
+	if _, n, perr := net.ParseCIDR(s); interval && perr == nil && (f == "addr" || f == "addr4" || f == "addr6") {
+		lastIP := make(net.IP, len(n.IP))
+		for i := range n.IP {
+			lastIP[i] = n.IP[i] | ^n.Mask[i]
+		}
+		if first, err = fieldBytes(t, f, n.IP.String()); err == nil {
+			last, err = fieldBytes(t, f, lastIP.String())
+		}
+		return first, last, err
+	}
+	a, b, isRange := strings.Cut(s, "-")
+	if !interval || !isRange || f != "service" {
+		first, err = fieldBytes(t, f, s)
+		return first, first, err
+	}
+	if first, err = fieldBytes(t, f, a); err == nil {
+		last, err = fieldBytes(t, f, b)
+	}
+	if err == nil && string(last) < string(first) {
+		err = fmt.Errorf("range %q ends before it starts", s)
+	}
+	return first, last, err
+}
+
+// ElemData encodes the value of an element of a data map written as text
+// ("10.88.0.2 . 80"); nil for a set's or verdict map's element.
+func ElemData(t Table, el Elem) ([]byte, error) {
+	m, ok := Maps[el.Set]
+	if !ok {
+		return nil, fmt.Errorf("unknown map %q", el.Set)
+	}
+	if m.Data == nil {
+		return nil, nil
+	}
+	parts := strings.Split(el.Data, " . ")
+	if len(parts) != len(m.Data) {
+		return nil, fmt.Errorf("map %s: value %q does not have %d fields", el.Set, el.Data, len(m.Data))
+	}
+	var out []byte
+	for i, f := range m.Data {
+		b, err := fieldBytes(t, f, parts[i])
+		if err != nil {
+			return nil, fmt.Errorf("map %s: value %q: %w", el.Set, el.Data, err)
+		}
+		out = append(out, pad(len(m.Data), b)...)
+	}
+	return out, nil
+}
+
+// pad fills a field of a concatenation of n fields to whole 32-bit
+// registers.
+func pad(n int, b []byte) []byte {
+	if n > 1 {
 		b = append(b, make([]byte, (4-len(b)%4)%4)...)
 	}
 	return b

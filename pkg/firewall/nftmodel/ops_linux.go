@@ -194,7 +194,8 @@ func removeOwner(conn *netfilter.Conn, o fwapi.Owner, extra *netfilter.Batch, al
 }
 
 // Check compares the chains in the kernel, read on conn, with the desired
-// ones.
+// ones, and reads each element of a data map or set a ledger chain records
+// (one request each): the fixed rules act on the elements alone.
 func Check(conn *netfilter.Conn, o fwapi.Owner, desired []Chain) error {
 	existing, err := ReadChains(conn, refs(desired))
 	if err != nil {
@@ -202,6 +203,41 @@ func Check(conn *netfilter.Conn, o fwapi.Owner, desired []Chain) error {
 	}
 	if err := compare(desired, existing); err != nil {
 		return fmt.Errorf("%s: %w", o, err)
+	}
+	for _, c := range desired {
+		for _, el := range c.Elems() {
+			if err := checkElem(conn, c, el); err != nil {
+				return fmt.Errorf("%s: %w", o, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkElem reports an element of a data map or set that is missing, maps
+// to another value, or is recorded by another chain.
+func checkElem(conn *netfilter.Conn, c Chain, el Elem) error {
+	if Maps[el.Set].Verdict() {
+		return nil
+	}
+	key, end, err := ElemKeys(c.Table, el)
+	if err != nil {
+		return err
+	}
+	data, err := ElemData(c.Table, el)
+	if err != nil {
+		return err
+	}
+	got, found, err := conn.GetElem(c.Table.Proto(), c.Table.Name, el.Set, key, end)
+	switch {
+	case err != nil:
+		return types.Errorf(types.ErrIO, "%w", err)
+	case !found:
+		return types.Errorf(fwapi.ErrMissing, "element %s of %s %s is missing", el.Key, c.Table, el.Set)
+	case !bytes.Equal(got.Data, data):
+		return types.Errorf(fwapi.ErrMissing, "element %s of %s %s does not map to %s", el.Key, c.Table, el.Set, el.Data)
+	case got.Comment != c.Name:
+		return types.Errorf(fwapi.ErrMissing, "element %s of %s %s is recorded by %q, not %s", el.Key, c.Table, el.Set, got.Comment, c.Name)
 	}
 	return nil
 }

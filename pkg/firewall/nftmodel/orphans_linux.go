@@ -12,9 +12,10 @@ import (
 // element of a table, which no per-call path needs, and the cost of its
 // extra socket does not matter here.
 
-// dropOrphanElems deletes, over netlink, the map elements leading to
-// existing chains whose rules no longer say which elements they have (a
-// chain flushed behind our back), so that the chains can be deleted.
+// dropOrphanElems deletes, over netlink, the map elements of existing
+// chains whose rules no longer say which elements they have (a chain
+// flushed behind our back), so that the chains can be deleted and no
+// element of theirs stays.
 func dropOrphanElems(existing []Existing) error {
 	var conn *nftables.Conn
 	for _, e := range existing {
@@ -41,7 +42,8 @@ func dropOrphanElems(existing []Existing) error {
 }
 
 // dropElemsTo queues the deletion of every element of e's table that
-// jumps to e.
+// jumps to e, or that names e in its comment (the elements of data maps
+// and sets e is the ledger of).
 func dropElemsTo(conn *nftables.Conn, e Existing) error {
 	table := &nftables.Table{Name: e.Table.Name, Family: nftables.TableFamily(e.Table.Proto())}
 	sets, err := conn.GetSets(table)
@@ -55,7 +57,7 @@ func dropElemsTo(conn *nftables.Conn, e Existing) error {
 		}
 		var drop []nftables.SetElement
 		for _, el := range elems {
-			if netfilter.VerdictChain(el.Val) == e.Name {
+			if netfilter.VerdictChain(el.Val) == e.Name || el.Comment == e.Name {
 				drop = append(drop, nftables.SetElement{Key: el.Key, KeyEnd: el.KeyEnd})
 			}
 		}

@@ -13,14 +13,21 @@ import (
 	"cnisuite/pkg/types"
 )
 
-// crossMaps pairs each map of single host ports with the interval map of
-// ranges of the same key: the kernel refuses a single port held in its own
-// map, but cannot see a range in one map covering a single port in the
-// other, and its interval maps (pipapo) refuse a range overlapping an end
-// of another, not one enclosing another.
-var crossMaps = map[string]string{
-	"ports": "port_ranges", "port_ranges": "ports",
-	"hostip_ports": "hostip_port_ranges", "hostip_port_ranges": "hostip_ports",
+// crossMaps names, for each map of host ports, the maps a new element of
+// it must be compared with: the kernel refuses a key held in the same map
+// of single ports, but cannot see a key in another map (single ports and
+// ranges, data maps and the verdict maps of owners with user conditions),
+// and its interval maps (pipapo) refuse a range overlapping an end of
+// another, not one enclosing another.
+var crossMaps = map[string][]string{
+	"ports":              {"port_dnat", "port_ranges", "range_dnat"},
+	"port_dnat":          {"ports", "port_ranges", "range_dnat"},
+	"port_ranges":        {"ports", "port_dnat", "port_ranges", "range_dnat"},
+	"range_dnat":         {"ports", "port_dnat", "port_ranges", "range_dnat"},
+	"hostip_ports":       {"hostip_dnat", "hostip_port_ranges", "hostip_range_dnat"},
+	"hostip_dnat":        {"hostip_ports", "hostip_port_ranges", "hostip_range_dnat"},
+	"hostip_port_ranges": {"hostip_ports", "hostip_dnat", "hostip_port_ranges", "hostip_range_dnat"},
+	"hostip_range_dnat":  {"hostip_ports", "hostip_dnat", "hostip_port_ranges", "hostip_range_dnat"},
 }
 
 // span is the host ports an element of a port map holds.
@@ -44,17 +51,13 @@ func CrossConflict(conn *netfilter.Conn, o fwapi.Owner, desired []Chain) error {
 	read := map[string][]netfilter.MapElem{}
 	for _, c := range desired {
 		for _, el := range c.Elems() {
-			other, ok := crossMaps[el.Set]
+			sets, ok := crossMaps[el.Set]
 			if !ok {
 				continue
 			}
 			want, err := spanOfText(el)
 			if err != nil {
 				return types.Errorf(types.ErrInvalidConfig, "%w", err)
-			}
-			sets := []string{other}
-			if Maps[el.Set].Interval {
-				sets = append(sets, el.Set)
 			}
 			for _, set := range sets {
 				held, err := heldBy(conn, read, c, set, want)
@@ -82,9 +85,13 @@ func heldBy(conn *netfilter.Conn, read map[string][]netfilter.MapElem, c Chain, 
 		read[id] = elems
 	}
 	for _, held := range read[id] {
+		owner := held.Chain // a verdict map's; a data map's element names its ledger
+		if owner == "" {
+			owner = held.Comment
+		}
 		got, ok := spanOfKey(c.Table, Maps[set], held)
-		if ok && held.Chain != c.Name && got.overlaps(want) {
-			return fmt.Sprintf("%s . %d-%d in %s, held by chain %s of another attachment", got.proto, got.first, got.last, set, held.Chain), nil
+		if ok && owner != c.Name && got.overlaps(want) {
+			return fmt.Sprintf("%s . %d-%d in %s, held by chain %s of another attachment", got.proto, got.first, got.last, set, owner), nil
 		}
 	}
 	return "", nil

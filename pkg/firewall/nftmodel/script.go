@@ -49,8 +49,9 @@ func Script(desired []Chain, existing []Existing, skels []Skeleton, intact map[T
 		have[e.ID()] = e.Comments
 	}
 	for _, c := range desired {
-		lines := writeChainLines(c)
-		if got, ok := have[c.ID()]; ok && intact != nil && slices.Equal(got, c.Comments()) {
+		got, had := have[c.ID()]
+		lines := writeChainLines(c, !had)
+		if had && intact != nil && slices.Equal(got, c.Comments()) {
 			lines = lines[2+len(c.Rules):] // the elements only
 		}
 		writeLines(&b, lines)
@@ -67,8 +68,9 @@ func skeletonOf(skels []Skeleton, t Table) Skeleton {
 	return Skeleton{Table: t}
 }
 
-// writeChainLines (re)writes an owner chain and adds its map elements.
-func writeChainLines(c Chain) []string {
+// writeChainLines (re)writes an owner chain and adds its map elements,
+// with create element in a set or data map when fresh (addElem).
+func writeChainLines(c Chain, fresh bool) []string {
 	ts := c.Table.String()
 	lines := []string{
 		"add chain " + ts + " " + c.Name,
@@ -81,9 +83,25 @@ func writeChainLines(c Chain) []string {
 		lines = append(lines, fmt.Sprintf("add rule %s %s %s comment \"%s\"", ts, c.Name, r.Text, r.Comment()))
 	}
 	for _, el := range c.Elems() {
-		lines = append(lines, fmt.Sprintf("add element %s %s { %s : jump %s }", ts, el.Set, el.Key, c.Name))
+		lines = append(lines, elemLine(c.Table, el, c.Name, fresh))
 	}
 	return lines
+}
+
+// elemLine adds an element leading to chain (addElem).
+func elemLine(t Table, el Elem, chain string, fresh bool) string {
+	m := Maps[el.Set]
+	if m.Verdict() {
+		return fmt.Sprintf("add element %s %s { %s : jump %s }", t, el.Set, el.Key, chain)
+	}
+	verb, value := "add", ""
+	if fresh {
+		verb = "create"
+	}
+	if !m.IsSet {
+		value = " : " + el.Data
+	}
+	return fmt.Sprintf("%s element %s %s { %s comment \"%s\"%s }", verb, t, el.Set, el.Key, chain, value)
 }
 
 // deleteElemLines deletes a map element pointing at chain. Adding it first
@@ -91,7 +109,7 @@ func writeChainLines(c Chain) []string {
 func deleteElemLines(t Table, chain string, el Elem) []string {
 	ts := t.String()
 	return []string{
-		fmt.Sprintf("add element %s %s { %s : jump %s }", ts, el.Set, el.Key, chain),
+		elemLine(t, el, chain, false),
 		fmt.Sprintf("delete element %s %s { %s }", ts, el.Set, el.Key),
 	}
 }

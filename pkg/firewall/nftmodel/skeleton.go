@@ -68,11 +68,14 @@ func (s Skeleton) Lines() []string {
 	ts := s.Table.String()
 	out := []string{"add table " + ts}
 	for _, m := range s.Maps {
-		flags := ""
+		flags, kind := "", "map"
 		if m.Interval {
 			flags = " flags interval;"
 		}
-		out = append(out, fmt.Sprintf("add map %s %s { type %s : verdict;%s }", ts, m.Name, m.text(s.Table), flags))
+		if m.IsSet {
+			kind = "set"
+		}
+		out = append(out, fmt.Sprintf("add %s %s %s { type %s;%s }", kind, ts, m.Name, m.text(s.Table), flags))
 	}
 	for _, c := range s.Chains {
 		if c.Hook != nil {

@@ -259,7 +259,8 @@ func ownerRules(t testing.TB) []string {
 	var out []string
 	for _, l := range strings.Split(ruleset(t), "\n") {
 		if strings.Contains(l, "CNIS-DN-") || strings.Contains(l, "CNIS-HM-") ||
-			strings.Contains(l, "jump pm-") || strings.Contains(l, "jump pmq-") || strings.Contains(l, "dnat to") {
+			strings.Contains(l, "jump pm-") || strings.Contains(l, "jump pmq-") || strings.Contains(l, `comment "cnisuite `) ||
+			strings.Contains(l, `comment "pm-`) || strings.Contains(l, `comment "pmq-`) {
 			out = append(out, strings.TrimSpace(l))
 		}
 	}

@@ -216,7 +216,7 @@ func TestDelCheckGC(t *testing.T) {
 				t.Errorf("DEL after the netns is gone left %q", left)
 			}
 			c := n.add("ctr-3", mapping(8082, 80, "tcp", ""))
-			deleteOneRule(t, backend, c)
+			deleteOneRule(t, backend, 8082)
 			if err := n.rt.CheckNetworkList(context.Background(), n.list, c.rc); err == nil {
 				t.Errorf("CHECK after a rule was deleted behind the plugin's back succeeded")
 			}
@@ -250,15 +250,16 @@ func attachments(rcs []*libcni.RuntimeConf) []cnitypes.GCAttachment {
 	return out
 }
 
-// deleteOneRule deletes one DNAT rule of the first portmap owner chain
-// with the system tools, as an operator or another program would.
-func deleteOneRule(t *testing.T, backend string, _ *pmCtr) {
+// deleteOneRule deletes what DNATs hostPort (over TCP, on every address)
+// with the system tools, as an operator or another program would: the
+// element of port_dnat on nftables, the first rule of the first DNAT chain
+// on iptables.
+func deleteOneRule(t *testing.T, backend string, hostPort int) {
 	t.Helper()
 	var cmd *exec.Cmd
 	if backend == firewall.KindNFTables {
-		cmd = exec.Command("sh", "-c", `h=$(nft -a list table ip cnisuite_portmap | grep 'dnat to' | head -1 | sed 's/.*# handle //'); `+
-			`c=$(nft -a list table ip cnisuite_portmap | grep -B100 "handle $h\$" | grep 'chain pm-' | tail -1 | awk '{print $2}'); `+
-			`nft delete rule ip cnisuite_portmap $c handle $h`)
+		// What DNATs the port is its element: the rules are fixed.
+		cmd = exec.Command("nft", "delete", "element", "ip", "cnisuite_portmap", "port_dnat", fmt.Sprintf("{ tcp . %d }", hostPort))
 	} else {
 		cmd = exec.Command("sh", "-c", `c=$(iptables-save -t nat | grep -o '^:CNIS-DN-[^ ]*' | head -1 | tr -d :); iptables -t nat -D $c 1`)
 	}
