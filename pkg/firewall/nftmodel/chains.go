@@ -3,6 +3,7 @@ package nftmodel
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
 
 	"github.com/google/nftables/expr"
@@ -181,6 +182,22 @@ func OwnerChains(o fwapi.Owner) []Chain {
 		{Table: IsoInet, Name: ChainName(PrefixICCIP, o)},
 		{Table: IsoInet, Name: ChainName(PrefixIsoHold, o)},
 	}
+}
+
+// isOwnerChain reports whether name is shaped like an owner chain's name:
+// a prefix of ours, 8 hex of a network and 16 of an owner.
+func isOwnerChain(name string) bool {
+	prefix, rest, ok := strings.Cut(name, "-")
+	netHash, owner, ok2 := strings.Cut(rest, "-")
+	if !ok || !ok2 || len(netHash) != 8 || len(owner) != 16 || !isHex(netHash+owner) {
+		return false
+	}
+	return slices.Contains([]string{PrefixMasq, PrefixDNAT, PrefixHairpin, PrefixSpoof, PrefixICCFrom, PrefixICCTo, PrefixICCIP, PrefixIsoHold}, prefix)
+}
+
+func isHex(s string) bool {
+	_, err := hex.DecodeString(s)
+	return err == nil
 }
 
 func isNetChain(name, plugin, network string) bool {

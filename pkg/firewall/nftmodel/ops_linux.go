@@ -40,8 +40,14 @@ func Ensure(ctx context.Context, conn *netfilter.Conn, o fwapi.Owner, desired []
 			return err
 		}
 		EnsureBatch(batch, desired, existing, safe)
-		if err = conn.Apply(batch); err == nil || IsConflict(err) {
+		if err = conn.Apply(batch); err == nil {
 			break
+		}
+		if IsConflict(err) {
+			// Try again only when the keys in the way were strays.
+			if dropped, derr := dropStrays(conn, desired); derr != nil || !dropped {
+				break
+			}
 		}
 	}
 	if IsConflict(err) {
@@ -51,6 +57,45 @@ func Ensure(ctx context.Context, conn *netfilter.Conn, o fwapi.Owner, desired []
 		return types.Errorf(types.ErrIO, "%s: %w", o, err)
 	}
 	return nil
+}
+
+// dropStrays deletes the elements of data maps and sets that hold a key
+// the desired chains need and whose comment names a ledger chain of ours
+// that no longer exists (an operator deleted it, not its elements): no
+// owner holds them, and they would refuse every later owner of the key. It
+// reports whether it deleted any. An element of another existing chain, or
+// without a comment of ours, stays: a conflict.
+func dropStrays(conn *netfilter.Conn, desired []Chain) (bool, error) {
+	batch := &netfilter.Batch{}
+	for _, c := range desired {
+		for _, el := range c.Elems() {
+			if Maps[el.Set].Verdict() {
+				continue
+			}
+			key, end, err := ElemKeys(c.Table, el)
+			if err != nil {
+				return false, err
+			}
+			got, found, err := conn.GetElem(c.Table.Proto(), c.Table.Name, el.Set, key, end)
+			if err != nil || !found || got.Comment == c.Name || !isOwnerChain(got.Comment) {
+				continue
+			}
+			exists, err := conn.ChainExists(c.Table.Proto(), c.Table.Name, got.Comment)
+			if err != nil {
+				return false, types.Errorf(types.ErrIO, "%w", err)
+			}
+			if !exists {
+				batch.DelElemRange(c.Table, el.Set, got.Key, got.End)
+			}
+		}
+	}
+	if batch.Empty() {
+		return false, nil
+	}
+	if err := conn.Apply(batch); err != nil {
+		return false, types.Errorf(types.ErrIO, "deleting stray elements: %w", err)
+	}
+	return true, nil
 }
 
 // EnsureGuard writes the localnet guard unless it is in place.
