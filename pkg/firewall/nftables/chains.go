@@ -2,11 +2,13 @@ package nftables
 
 import (
 	"fmt"
+	"net"
 	"strings"
 
 	"cnisuite/pkg/firewall/bridgechains"
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/nftmodel"
+	"cnisuite/pkg/firewall/nftrule"
 )
 
 // Chains returns the owner chains r needs, in a stable order. Masquerade
@@ -30,8 +32,10 @@ func chains(o fwapi.Owner, r fwapi.Rules, legacy bool) []nftmodel.Chain {
 	for _, v4 := range []bool{true, false} {
 		if legacy {
 			add(legacyMasqChain(o, r.Masq, v4))
-		} else {
-			add(masqChain(o, r.Masq, v4))
+			continue
+		}
+		for _, c := range masqChains(o, r.Masq, v4) {
+			add(c)
 		}
 	}
 	if pm := r.PortMaps; pm != nil {
@@ -44,7 +48,9 @@ func chains(o fwapi.Owner, r fwapi.Rules, legacy bool) []nftmodel.Chain {
 				add(hairpinChain(o, pm, v4))
 			default:
 				add(portChain(o, pm, v4))
-				add(hairpinLedger(o, pm, v4))
+				for _, c := range hairpinChains(o, pm, v4) {
+					add(c)
+				}
 			}
 		}
 	}
@@ -74,26 +80,44 @@ func familyWords(v4 bool) (ip string, masq, port nftmodel.Table) {
 	return "ip6", nftmodel.Masq6, nftmodel.Port6
 }
 
-// masqChain records the elements that masquerade (or SNAT to a source)
-// each container address of one family: the address in masq (or snat_to),
-// and the address with its subnet in masq_local, which the skeleton leaves
-// alone (traffic within the subnet and to multicast keeps its source).
-func masqChain(o fwapi.Owner, ms []fwapi.Masq, v4 bool) nftmodel.Chain {
+// masqChains record the elements that masquerade (or SNAT to a source)
+// each container address of one family: the address in masq (or
+// snat_to), in the owner's ledger chain, which also holds the subnet chain
+// of each address's subnet, whose element in masq_nets the skeleton leaves
+// alone (traffic within the subnet keeps its source, as does multicast).
+// The subnet chains come first: the ledger's jumps need them.
+func masqChains(o fwapi.Owner, ms []fwapi.Masq, v4 bool) []nftmodel.Chain {
 	_, table, _ := familyWords(v4)
 	c := nftmodel.Chain{Table: table, Name: nftmodel.ChainName(nftmodel.PrefixMasq, o)}
+	var out []nftmodel.Chain
 	for _, m := range ms {
 		if fwapi.IsV4(m.Addr.IP) != v4 {
 			continue
 		}
 		host := fwapi.HostNet(m.Addr.IP).IP.String()
-		c.Rules = append(c.Rules, nftmodel.Ledger(nftmodel.Elem{Set: "masq_local", Key: host + " . " + fwapi.SubnetOf(&m.Addr).String()}))
 		el := nftmodel.Elem{Set: "masq", Key: host}
 		if m.Source != nil {
 			el = nftmodel.Elem{Set: "snat_to", Key: host, Data: m.Source.String()}
 		}
 		c.Rules = append(c.Rules, nftmodel.Ledger(el))
+		out = holdSubnet(out, &c, nftmodel.PrefixMasqNet, "masq_nets", fwapi.SubnetOf(&m.Addr))
 	}
-	return c
+	return append(out, c)
+}
+
+// holdSubnet makes owner jump to the subnet chain of n (adding it to
+// shared unless there), whose rule records n's element of set: "n . n",
+// a source and a destination both in n.
+func holdSubnet(shared []nftmodel.Chain, owner *nftmodel.Chain, prefix, set string, n *net.IPNet) []nftmodel.Chain {
+	name := nftmodel.SubnetChainName(prefix, n)
+	for _, r := range owner.Rules {
+		if r.Text == "jump "+name {
+			return shared
+		}
+	}
+	owner.Rules = append(owner.Rules, nftmodel.Build(nil, nftrule.Jump(name)))
+	return append(shared, nftmodel.Chain{Table: owner.Table, Name: name,
+		Rules: []nftmodel.Rule{nftmodel.Ledger(nftmodel.Elem{Set: set, Key: n.String() + " . " + n.String()})}})
 }
 
 // portChain records one element per mapping of the family: the host port
@@ -118,31 +142,42 @@ func portChain(o fwapi.Owner, pm *fwapi.PortMaps, v4 bool) nftmodel.Chain {
 	return c
 }
 
-// hairpinLedger records the connections to the container's mapped ports
-// that are masqueraded (with SNAT on): from the container's own subnet
-// (hairpin), from 127.0.0.1 (IPv4), or from anywhere with MasqAll, as
-// elements of hairpin_masq: container address . protocol . container port
-// (or range) . source prefix.
-func hairpinLedger(o fwapi.Owner, pm *fwapi.PortMaps, v4 bool) nftmodel.Chain {
+// hairpinChains record the connections to the container's mapped ports
+// that are masqueraded (with SNAT on): container address . protocol .
+// container port in hairpin, which the skeleton masquerades from the
+// container's own subnet (its subnet chain's element of hairpin_nets:
+// hairpin) and, for IPv4, from 127.0.0.1; with MasqAll in hairpin_all,
+// masqueraded from anywhere. A range of container ports is one element of
+// the interval set hairpin_masq, with the source prefix as its last field.
+func hairpinChains(o fwapi.Owner, pm *fwapi.PortMaps, v4 bool) []nftmodel.Chain {
 	_, _, table := familyWords(v4)
 	cip, _ := pm.Family(v4)
 	c := nftmodel.Chain{Table: table, Name: nftmodel.ChainName(nftmodel.PrefixHairpin, o)}
 	if !pm.SNAT {
-		return c
+		return nil
 	}
-	sources := []string{fwapi.SubnetOf(cip).String()}
+	subnet := fwapi.SubnetOf(cip)
+	sources, set := []string{subnet.String()}, "hairpin"
 	switch {
 	case pm.MasqAll && v4:
-		sources = []string{"0.0.0.0/0"}
+		sources, set = []string{"0.0.0.0/0"}, "hairpin_all"
 	case pm.MasqAll:
-		sources = []string{"::/0"}
+		sources, set = []string{"::/0"}, "hairpin_all"
 	case v4:
 		sources = append(sources, "127.0.0.1")
 	}
+	var shared []nftmodel.Chain
 	for _, el := range hairpinElems(fwapi.HostNet(cip.IP).IP, fwapi.ForFamily(pm.Mappings, v4), false) {
+		if el.Set == "hairpins" {
+			c.Rules = append(c.Rules, nftmodel.Ledger(nftmodel.Elem{Set: set, Key: el.Key}))
+			if set == "hairpin" {
+				shared = holdSubnet(shared, &c, nftmodel.PrefixHairpinNet, "hairpin_nets", subnet)
+			}
+			continue
+		}
 		for _, src := range sources {
 			c.Rules = append(c.Rules, nftmodel.Ledger(nftmodel.Elem{Set: "hairpin_masq", Key: el.Key + " . " + src}))
 		}
 	}
-	return c
+	return append(shared, c)
 }

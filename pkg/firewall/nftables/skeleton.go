@@ -79,7 +79,8 @@ func skeleton(t nftmodel.Table) nftmodel.Skeleton {
 
 // masqSkeleton is the masquerade table: a container address in masq is
 // masqueraded, one in snat_to gets the source it maps to, unless the
-// packet goes to multicast or to the address's own subnet (masq_local).
+// packet goes to multicast or stays within a subnet (masq_nets: source and
+// destination both in one of its prefixes).
 // The verdict map sources leads to the chains of attachments made before
 // the data maps (legacy.go).
 func masqSkeleton(t nftmodel.Table, v4 bool) nftmodel.Skeleton {
@@ -90,13 +91,13 @@ func masqSkeleton(t nftmodel.Table, v4 bool) nftmodel.Skeleton {
 	_, mcast, _ := net.ParseCIDR(multicast)
 	saddr := nftrule.ConcatKey(v4, false, nftrule.FieldSaddr)
 	return nftmodel.Skeleton{Table: t,
-		Maps: []nftmodel.Map{nftmodel.Maps["sources"], nftmodel.Maps["masq_local"], nftmodel.Maps["masq"], nftmodel.Maps["snat_to"]},
+		Maps: []nftmodel.Map{nftmodel.Maps["sources"], nftmodel.Maps["masq_nets"], nftmodel.Maps["masq"], nftmodel.Maps["snat_to"]},
 		Chains: []nftmodel.Base{{
 			Name: "postrouting", Hook: nftmodel.HookSrcNAT,
 			Rules: []nftmodel.Rule{
 				nftmodel.Build(nil, nftrule.VmapKey(saddr, "sources")),
 				nftmodel.Build(nil, nftrule.Prefix(v4, "daddr", mcast, false), nftrule.Return),
-				nftmodel.Build(nil, nftrule.InNamed(nftrule.ConcatKey(v4, true, nftrule.FieldSaddr, nftrule.FieldDaddr), "masq_local"), nftrule.Return),
+				nftmodel.Build(nil, nftrule.InNamed(nftrule.ConcatKey(v4, true, nftrule.FieldSaddr, nftrule.FieldDaddr), "masq_nets"), nftrule.Return),
 				nftmodel.Build(nil, nftrule.InNamed(saddr, "masq"), nftrule.Masquerade),
 				nftmodel.Build(nil, nftrule.NATMap(false, v4, saddr, "snat_to", false)),
 			},
@@ -107,14 +108,17 @@ func masqSkeleton(t nftmodel.Table, v4 bool) nftmodel.Skeleton {
 // itself (fib daddr type local) reaches the host-port maps. A host port
 // in hostip_dnat or port_dnat is translated to the container address and
 // port it maps to, one in hostip_range_dnat or range_dnat to the container
-// address (the port kept); a DNATed connection in hairpin_masq (container
-// address, protocol, port and source prefix) is masqueraded. The verdict
+// address (the port kept). A DNATed connection is masqueraded when its
+// container address, protocol and port are in hairpin_all, or in hairpin
+// and it comes from the same subnet (hairpin_nets) or, for IPv4, from
+// 127.0.0.1; for a range of ports, when they are in hairpin_masq with a
+// prefix holding its source. The verdict
 // maps lead to the chains of attachments with user conditions, or made
 // before the data maps (legacy.go).
 func portSkeleton(t nftmodel.Table, v4 bool) nftmodel.Skeleton {
 	s := dispatchSkeleton(t, v4, [3]string{"hostip_ports", "ports", "hairpins"},
 		[4]string{"prerouting", "output", "hostports", "masquerading"})
-	for _, m := range []string{"hostip_dnat", "hostip_range_dnat", "port_dnat", "range_dnat", "hairpin_masq"} {
+	for _, m := range []string{"hostip_dnat", "hostip_range_dnat", "port_dnat", "range_dnat", "hairpin", "hairpin_nets", "hairpin_all", "hairpin_masq"} {
 		s.Maps = append(s.Maps, nftmodel.Maps[m])
 	}
 	s.Chains[2].Rules = append(s.Chains[2].Rules,
@@ -122,10 +126,16 @@ func portSkeleton(t nftmodel.Table, v4 bool) nftmodel.Skeleton {
 		nftmodel.Build(nil, nftrule.NATMap(true, v4, nftrule.ConcatKey(v4, true, hostKey...), "hostip_range_dnat", false)),
 		nftmodel.Build(nil, nftrule.NATMap(true, v4, nftrule.ConcatKey(v4, false, portKey...), "port_dnat", true)),
 		nftmodel.Build(nil, nftrule.NATMap(true, v4, nftrule.ConcatKey(v4, true, portKey...), "range_dnat", false)))
-	s.Chains[3].Rules = append(s.Chains[3].Rules, nftmodel.Build(nil,
-		nftrule.Ct("status", "dnat", 0x20), // IPS_DST_NAT
-		nftrule.InNamed(nftrule.ConcatKey(v4, true, append(slices.Clone(hostKey), nftrule.FieldSaddr)...), "hairpin_masq"),
-		nftrule.Masquerade))
+	dnatted := nftrule.Ct("status", "dnat", 0x20) // IPS_DST_NAT
+	hairpin := nftrule.InNamed(nftrule.ConcatKey(v4, false, hostKey...), "hairpin")
+	s.Chains[3].Rules = append(s.Chains[3].Rules,
+		nftmodel.Build(nil, dnatted, nftrule.InNamed(nftrule.ConcatKey(v4, true, append(slices.Clone(hostKey), nftrule.FieldSaddr)...), "hairpin_masq"), nftrule.Masquerade),
+		nftmodel.Build(nil, dnatted, nftrule.InNamed(nftrule.ConcatKey(v4, false, hostKey...), "hairpin_all"), nftrule.Masquerade),
+		nftmodel.Build(nil, dnatted, nftrule.InNamed(nftrule.ConcatKey(v4, true, nftrule.FieldSaddr, nftrule.FieldDaddr), "hairpin_nets"), hairpin, nftrule.Masquerade))
+	if v4 {
+		s.Chains[3].Rules = append(s.Chains[3].Rules,
+			nftmodel.Build(nil, dnatted, nftrule.Addr(v4, "saddr", net.IPv4(127, 0, 0, 1).To4(), false), hairpin, nftrule.Masquerade))
+	}
 	return s
 }
 

@@ -33,6 +33,9 @@ func ReadChains(conn *netfilter.Conn, chains []Chain) ([]Existing, error) {
 		e := Existing{Table: c.Table, Name: c.Name}
 		for _, r := range rules {
 			e.Comments = append(e.Comments, r.Comment)
+			if r.Jump != "" {
+				e.Jumps = append(e.Jumps, r.Jump)
+			}
 		}
 		out = append(out, e)
 	}

@@ -3,6 +3,7 @@ package nftmodel
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"slices"
 	"strings"
 
@@ -54,6 +55,26 @@ const (
 	PrefixIsoInto = "is" // isolate strict: forwarded to the bridge from a non-uplink
 	PrefixIngress = "ig" // ingressFilter: forwarded to the bridge from outside
 )
+
+// Subnet chain prefixes: chains shared by every owner whose addresses are
+// in one subnet, whichever its network, named after the table and the
+// subnet (SubnetChainName). Their rules record the elements of the subnet
+// (the elements of masq_nets and hairpin_nets, one per subnet, not per
+// pod, so that no interval set grows with the pods: removing an element
+// from one costs the kernel time in proportion to its elements). Owners
+// hold them with a jump from their ledger chain, which nothing reaches;
+// Remove and GC delete one when no owner's jump holds it (ReleaseShared).
+const (
+	PrefixMasqNet    = "ms" // masq_nets elements, in cnisuite_masq
+	PrefixHairpinNet = "ps" // hairpin_nets elements, in cnisuite_portmap
+)
+
+// SubnetChainName returns the name of the subnet chain of the given kind
+// for subnet n.
+func SubnetChainName(prefix string, n *net.IPNet) string {
+	sum := sha256.Sum256([]byte(n.String()))
+	return prefix + "-" + hex.EncodeToString(sum[:8])
+}
 
 // commentTag starts the comment of every rule we write.
 const commentTag = "cnisuite"
@@ -184,12 +205,16 @@ func OwnerChains(o fwapi.Owner) []Chain {
 	}
 }
 
-// isOwnerChain reports whether name is shaped like an owner chain's name:
-// a prefix of ours, 8 hex of a network and 16 of an owner.
+// isOwnerChain reports whether name is shaped like the name of a chain
+// that records elements: an owner chain (a prefix of ours, 8 hex of a
+// network and 16 of an owner) or a subnet chain (a prefix and 16 hex).
 func isOwnerChain(name string) bool {
-	prefix, rest, ok := strings.Cut(name, "-")
-	netHash, owner, ok2 := strings.Cut(rest, "-")
-	if !ok || !ok2 || len(netHash) != 8 || len(owner) != 16 || !isHex(netHash+owner) {
+	prefix, rest, _ := strings.Cut(name, "-")
+	if len(rest) == 16 && isHex(rest) {
+		return prefix == PrefixMasqNet || prefix == PrefixHairpinNet
+	}
+	netHash, owner, ok := strings.Cut(rest, "-")
+	if !ok || len(netHash) != 8 || len(owner) != 16 || !isHex(netHash+owner) {
 		return false
 	}
 	return slices.Contains([]string{PrefixMasq, PrefixDNAT, PrefixHairpin, PrefixSpoof, PrefixICCFrom, PrefixICCTo, PrefixICCIP, PrefixIsoHold}, prefix)
@@ -209,12 +234,13 @@ func isNetChain(name, plugin, network string) bool {
 	return false
 }
 
-// Existing is an owner chain as found in the kernel: its name and the
-// comments of its rules.
+// Existing is an owner chain as found in the kernel: its name, the
+// comments of its rules, and the chains they jump to.
 type Existing struct {
 	Table    Table
 	Name     string
 	Comments []string
+	Jumps    []string
 }
 
 // ID names the chain uniquely among our tables.
@@ -230,6 +256,18 @@ func (c Chain) Comments() []string {
 		out[i] = r.Comment()
 	}
 	return out
+}
+
+// verdictElems counts the elements of verdict maps among the chain's:
+// they, and not those of sets or data maps, hold a reference to it.
+func (e Existing) verdictElems() int {
+	n := 0
+	for _, el := range e.Elems() {
+		if Maps[el.Set].Verdict() {
+			n++
+		}
+	}
+	return n
 }
 
 // Elems returns the distinct map elements the existing chain's rules name.

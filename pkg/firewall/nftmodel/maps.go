@@ -65,9 +65,16 @@ var Maps = map[string]Map{
 	"iso_to":             {Name: "iso_to", Fields: []string{"ifname"}},
 	"iso_into":           {Name: "iso_into", Fields: []string{"ifname"}},
 	"ingress":            {Name: "ingress", Fields: []string{"ifname"}},
-	// Data maps and sets: what an attachment adds is elements only.
+	// Data maps and sets: what an attachment adds is elements only. An
+	// interval set of a concatenation (pipapo) costs each element's removal
+	// time in proportion to the set's elements: those that every pod
+	// needs are hashes, and the prefixes of masq_nets and hairpin_nets are
+	// per subnet (subnet chains).
 	"masq":              {Name: "masq", Fields: []string{"addr"}, IsSet: true},
-	"masq_local":        {Name: "masq_local", Fields: []string{"addr", "addr"}, Interval: true, IsSet: true},
+	"masq_nets":         {Name: "masq_nets", Fields: []string{"addr", "addr"}, Interval: true, IsSet: true},
+	"hairpin_nets":      {Name: "hairpin_nets", Fields: []string{"addr", "addr"}, Interval: true, IsSet: true},
+	"hairpin":           {Name: "hairpin", Fields: []string{"addr", "proto", "service"}, IsSet: true},
+	"hairpin_all":       {Name: "hairpin_all", Fields: []string{"addr", "proto", "service"}, IsSet: true},
 	"snat_to":           {Name: "snat_to", Fields: []string{"addr"}, Data: []string{"addr"}},
 	"port_dnat":         {Name: "port_dnat", Fields: []string{"proto", "service"}, Data: []string{"addr", "service"}},
 	"hostip_dnat":       {Name: "hostip_dnat", Fields: []string{"addr", "proto", "service"}, Data: []string{"addr", "service"}},

@@ -158,59 +158,84 @@ func ensureScriptOnce(ctx context.Context, conn *netfilter.Conn, o fwapi.Owner, 
 // Then it deletes the network chains of the owner's network that no owner
 // holds any more (ReleaseNet).
 func Remove(conn *netfilter.Conn, o fwapi.Owner, extra *netfilter.Batch, also func(*netfilter.Batch) error) error {
-	return errors.Join(removeOwner(conn, o, extra, also), ReleaseNet(conn, o))
+	held, err := removeOwner(conn, o, extra, also)
+	return errors.Join(err, ReleaseNet(conn, o), ReleaseShared(conn, held, o.String()))
 }
 
 // readList is what Ensure reads: every chain the owner may have, and the
-// network chains it wants (never others: Ensure would delete them).
+// shared chains it wants (network and subnet chains; never others: Ensure
+// would delete them).
 func readList(o fwapi.Owner, desired []Chain) []Chain {
 	out := OwnerChains(o)
-	for _, n := range NetChains(o) {
-		for _, c := range desired {
-			if c.ID() == n.ID() {
-				out = append(out, n)
-			}
+	own := map[string]bool{}
+	for _, c := range out {
+		own[c.ID()] = true
+	}
+	for _, c := range desired {
+		if !own[c.ID()] {
+			out = append(out, Chain{Table: c.Table, Name: c.Name})
 		}
 	}
 	return out
 }
 
-// ReleaseNet deletes the network chains of o's network, with their map
-// elements, in one transaction that the kernel refuses (EBUSY) while any
-// owner's hold chain still jumps to one of them: then they stay.
+// ReleaseNet deletes the network chains of o's network that no owner
+// holds any more (ReleaseShared).
 func ReleaseNet(conn *netfilter.Conn, o fwapi.Owner) error {
-	existing, err := ReadChains(conn, NetChains(o))
+	return ReleaseShared(conn, NetChains(o), fmt.Sprintf("network %q", o.Network))
+}
+
+// ReleaseShared deletes the shared chains (network or subnet chains) among
+// chains, with their map elements, in one transaction that the kernel
+// refuses (EBUSY) while any owner's chain still jumps to one of them: then
+// they stay. what names them in an error.
+func ReleaseShared(conn *netfilter.Conn, chains []Chain, what string) error {
+	existing, err := ReadChains(conn, chains)
 	if err != nil || len(existing) == 0 {
 		return err
 	}
 	batch := &netfilter.Batch{}
 	for _, e := range existing {
-		// The use count is the chain's rules plus what leads to it: its map
-		// elements, and the owners' jumps. Looked at first, since a
-		// deleting transaction, even a failed one, costs the socket's close
-		// a grace period.
+		// The use count is the chain's rules plus what leads to it: its
+		// verdict map elements, and the owners' jumps. Looked at first,
+		// since a deleting transaction, even a failed one, costs the
+		// socket's close a grace period.
 		_, use, err := conn.ChainUse(e.Table.Proto(), e.Table.Name, e.Name)
 		if err != nil {
 			return types.Errorf(types.ErrIO, "%w", err)
 		}
-		if int(use) > len(e.Comments)+len(e.Elems()) {
+		if int(use) > len(e.Comments)+e.verdictElems() {
 			continue // held by an owner
 		}
 		RemoveChain(batch, e, true)
 	}
 	if err := conn.Apply(batch); err != nil && !errors.Is(err, unix.EBUSY) {
-		return types.Errorf(types.ErrIO, "network chains of %q: %w", o.Network, err)
+		return types.Errorf(types.ErrIO, "shared chains of %s: %w", what, err)
 	}
 	return nil
 }
 
-func removeOwner(conn *netfilter.Conn, o fwapi.Owner, extra *netfilter.Batch, also func(*netfilter.Batch) error) error {
+// jumpTargets are the chains the existing chains jump to, in their tables.
+func jumpTargets(existing []Existing) []Chain {
+	var out []Chain
+	for _, e := range existing {
+		for _, j := range e.Jumps {
+			out = append(out, Chain{Table: e.Table, Name: j})
+		}
+	}
+	return out
+}
+
+// removeOwner deletes the owner's chains and returns the chains they
+// jumped to (subnet and network chains the owner held).
+func removeOwner(conn *netfilter.Conn, o fwapi.Owner, extra *netfilter.Batch, also func(*netfilter.Batch) error) ([]Chain, error) {
 	existing, err := ReadChains(conn, OwnerChains(o))
 	if err != nil {
-		return err
+		return nil, err
 	}
+	held := jumpTargets(existing)
 	if err := dropOrphanElems(existing); err != nil {
-		return err
+		return held, err
 	}
 	all := &netfilter.Batch{}
 	all.Append(extra)
@@ -219,7 +244,7 @@ func removeOwner(conn *netfilter.Conn, o fwapi.Owner, extra *netfilter.Batch, al
 	}
 	alsoErr := also(all)
 	if err := conn.Apply(all); err == nil {
-		return alsoErr
+		return held, alsoErr
 	}
 	safe := &netfilter.Batch{}
 	for _, e := range existing {
@@ -235,7 +260,7 @@ func removeOwner(conn *netfilter.Conn, o fwapi.Owner, extra *netfilter.Batch, al
 	if err := conn.Apply(rest); err != nil {
 		errs = append(errs, types.Errorf(types.ErrIO, "%s: %w", o, err))
 	}
-	return errors.Join(errs...)
+	return held, errors.Join(errs...)
 }
 
 // Check compares the chains in the kernel, read on conn, with the desired
@@ -308,7 +333,8 @@ func GC(conn *netfilter.Conn, plugin, network string, keep []fwapi.Owner) error 
 	if err := conn.Apply(batch); err != nil {
 		return types.Errorf(types.ErrIO, "GC of network %q: %w", network, err)
 	}
-	return ReleaseNet(conn, fwapi.Owner{Plugin: plugin, Network: network})
+	return errors.Join(ReleaseNet(conn, fwapi.Owner{Plugin: plugin, Network: network}),
+		ReleaseShared(conn, jumpTargets(existing), fmt.Sprintf("network %q", network)))
 }
 
 // RunScript applies a script as one transaction: nft -f -.

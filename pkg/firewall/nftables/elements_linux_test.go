@@ -49,3 +49,51 @@ func TestStrayElementsGiveWay(t *testing.T) {
 		fwtest.AssertNoOwnerRules(t)
 	})
 }
+
+// TestSubnetChainHeldByLastOwner: the element that keeps traffic within a
+// subnet from being masqueraded (masq_nets, hairpin_nets) is one per
+// subnet, held by every owner with an address in it: it stays while one
+// is left, whatever the order of DELs, and goes with the last.
+func TestSubnetChainHeldByLastOwner(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	fwtest.InNS(t, func() {
+		b := New()
+		owners := []fwapi.Owner{
+			{Plugin: "bridge", Network: "net1", ContainerID: "a", IfName: "eth0"},
+			{Plugin: "bridge", Network: "net1", ContainerID: "b", IfName: "eth0"},
+			{Plugin: "bridge", Network: "net2", ContainerID: "c", IfName: "eth0"}, // the same subnet, another network
+		}
+		rules := func(i int) fwapi.Rules {
+			r := fwtest.PortRules(t, func(p *fwapi.PortMaps) {
+				p.ContainerV6 = nil
+				p.ContainerV4.IP = nextIP(nextIP(p.ContainerV4.IP)) // 10.88.0.4, .5, .6
+				for k := 0; k < i; k++ {
+					p.ContainerV4.IP = nextIP(p.ContainerV4.IP)
+				}
+				for k := range p.Mappings {
+					p.Mappings[k].HostPort += 100 * i
+				}
+			})
+			r.Masq = []fwapi.Masq{{Addr: *r.PortMaps.ContainerV4}}
+			return r
+		}
+		for i, o := range owners {
+			if err := b.Ensure(ctx, o, rules(i)); err != nil {
+				t.Fatalf("Ensure(%s): %v", o, err)
+			}
+		}
+		for _, i := range []int{1, 0} {
+			if err := b.Remove(ctx, owners[i]); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Check(ctx, owners[2], rules(2)); err != nil {
+				t.Errorf("CHECK of the last owner in the subnet after %s's DEL: %v", owners[i], err)
+			}
+		}
+		if err := b.Remove(ctx, owners[2]); err != nil {
+			t.Fatal(err)
+		}
+		fwtest.AssertNoOwnerRules(t)
+	})
+}
