@@ -5,16 +5,21 @@
 // into one netlink batch per call.
 //
 // What an attachment adds is elements of data maps and sets the fixed
-// rules of the skeleton act on: masq and snat_to (with masq_local, the
-// container address and its subnet, left alone) in cnisuite_masq;
+// rules of the skeleton act on: masq and snat_to in cnisuite_masq;
 // port_dnat, hostip_dnat, range_dnat and hostip_range_dnat (host port to
-// container address and port) and hairpin_masq in cnisuite_portmap. Each
-// element's comment names the owner's ledger chain (mq-, pm-, pmq-
-// followed by 8 hex of the network hash and 16 of the owner hash), which
-// nothing jumps to: its "continue" rules record the elements, for Remove,
-// Check and GC. So an ADD adds no rule that a packet reaches and no jump,
-// and the kernel's validation of the table at each commit walks the fixed
-// rules only, whatever the number of attachments.
+// container address and port), hairpin and hairpin_all (container address,
+// protocol and port) in cnisuite_portmap. Each element's comment names the
+// owner's ledger chain (mq-, pm-, pmq- followed by 8 hex of the network
+// hash and 16 of the owner hash), which nothing reaches: its "continue"
+// rules record the elements, for Remove, Check and GC. So an ADD adds no
+// rule that a packet reaches and no jump from one, and the kernel's
+// validation of the table at each commit walks the fixed rules only,
+// whatever the number of attachments. The prefixes that keep traffic
+// within a subnet from masquerade (masq_nets, hairpin_nets) are one element
+// per subnet, recorded by a subnet chain (ms-, ps-) that each owner in the
+// subnet holds with a jump from its ledger; no interval set holds an
+// element per pod (a pipapo set's removal costs in proportion to its
+// elements), but hairpin_masq's for ranges of container ports.
 //
 // Port mappings with user conditions, spoof checks and isolation keep a
 // chain of rules per owner, dispatched to by verdict maps keyed by what a
