@@ -207,7 +207,7 @@ func AssertNoOwnerRules(t testing.TB) {
 	t.Helper()
 	rs := Ruleset(t)
 	for _, marker := range []string{"cnisuite 0", "CNIS-", "jump pm", "jump mq", "jump sc", "jump pmq", "jump ic", "jump ih", "jump if-",
-		`comment "cnisuite `, `comment "pm-`, `comment "pmq-`, `comment "mq-`} {
+		`comment "cnisuite `, `comment "pm-`, `comment "pmq-`, `comment "mq-`, `comment "ms-`, `comment "ps-`} {
 		if strings.Contains(rs, marker) {
 			t.Errorf("ruleset still holds %q:\n%s", marker, rs)
 			return
