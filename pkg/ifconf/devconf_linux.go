@@ -29,6 +29,25 @@ var ipv4Conf = map[string]int{
 	"src_valid_mark": 24, "proxy_arp_pvlan": 25, "route_localnet": 26,
 }
 
+// ipv4Plain are the IPv4 per-interface settings whose /proc/sys handler
+// only stores the value and marks it set, as a netlink write does: the
+// others also flush the routing cache (accept_local, route_localnet,
+// disable_xfrm, disable_policy, promote_secondaries), announce the change
+// (rp_filter, proxy_arp) or reconfigure the device (forwarding), which a
+// netlink write skips.
+var ipv4Plain = map[string]bool{
+	"accept_redirects": true, "secure_redirects": true, "send_redirects": true, "shared_media": true,
+	"accept_source_route": true, "bootp_relay": true, "log_martians": true, "tag": true,
+	"arp_filter": true, "medium_id": true, "force_igmp_version": true, "arp_announce": true,
+	"arp_ignore": true, "arp_accept": true, "arp_notify": true, "src_valid_mark": true,
+	"proxy_arp_pvlan": true,
+}
+
+// IPv4Plain reports whether writing the IPv4 per-interface setting key
+// over netlink (SetIPv4Conf) has exactly the effect of writing it under
+// /proc/sys/net/ipv4/conf/$if.
+func IPv4Plain(key string) bool { return ipv4Plain[key] }
+
 // IPv6 per-interface settings (DEVCONF_*, linux/ipv6.h), by /proc name.
 var ipv6Conf = map[string]int{
 	"forwarding": 0, "accept_ra": 3, "autoconf": 5, "disable_ipv6": 26, "accept_dad": 27,

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"cnisuite/pkg/types"
+	"cnisuite/test/sandbox"
 )
 
 func TestSysctlTree(t *testing.T) {
@@ -50,5 +51,45 @@ func TestSysctlTree(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(root, "kernel/core_pattern")); err != nil || string(data) != "core\n" {
 		t.Errorf("kernel/core_pattern = %q, %v; want it untouched", data, err)
+	}
+}
+
+// TestSysctlTreeNetlink: under the real /proc/sys, a per-interface IPv4
+// setting that netlink writes with the same effect never opens the tree
+// (no lookup whose cost grows with the node's namespaces), and /proc/sys
+// shows the value written; a setting with side effects goes through the
+// tree.
+func TestSysctlTreeNetlink(t *testing.T) {
+	sandbox.Require(t)
+	err := sandbox.NewNS(t).Do(func() error {
+		tree, err := openSysctlTree(procSys)
+		if err != nil {
+			return err
+		}
+		defer tree.Close()
+		for _, v := range []string{"1", "0"} {
+			if err := tree.Set("net/ipv4/conf/lo/arp_notify", v); err != nil {
+				return err
+			}
+			if got, err := tree.Get("net/ipv4/conf/lo/arp_notify"); err != nil || got != v {
+				t.Errorf("Get(arp_notify) after Set(%s) = %q, %v", v, got, err)
+			}
+			if data, err := os.ReadFile("/proc/sys/net/ipv4/conf/lo/arp_notify"); err != nil || string(data) != v+"\n" {
+				t.Errorf("/proc/sys/net/ipv4/conf/lo/arp_notify after Set(%s) = %q, %v", v, data, err)
+			}
+		}
+		if tree.fd >= 0 {
+			t.Errorf("the tree was opened for arp_notify")
+		}
+		if _, err := tree.Get("net/ipv4/conf/lo/rp_filter"); err != nil {
+			return err
+		}
+		if tree.fd < 0 {
+			t.Errorf("rp_filter (its write announces the change) did not go through the tree")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
