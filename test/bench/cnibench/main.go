@@ -30,6 +30,7 @@ type options struct {
 	criN, criK      int
 	criOnly         bool
 	seqOnly         bool
+	burstsOnly      bool
 	reference       string
 	conflist        string
 }
@@ -55,6 +56,7 @@ func parseFlags() (*options, error) {
 	flag.StringVar(&o.reference, "reference", "bin/tools/reference", "directory of the reference plugins (scripts/reference-plugins.sh), for the CRI row")
 	flag.StringVar(&o.conflist, "conflist", "examples/kubernetes.conflist", "the configuration of the CRI row")
 	flag.BoolVar(&o.seqOnly, "seq-only", false, "measure the sequential pairs alone (-n, -backends: ADD, CHECK, DEL and their growth)")
+	flag.BoolVar(&o.burstsOnly, "bursts-only", false, "measure the bursts alone (-burst, -burst-k, -burst-all, -backends: each burst's ADD and DEL phases right after the floor's)")
 	flag.BoolVar(&o.statusOnly, "status-only", false, "measure the chains' STATUS alone")
 	flag.IntVar(&o.statusPods, "status-pods", 100, "pods attached to each chain during its second STATUS row (0: only the row without pods)")
 	flag.BoolVar(&o.rssOnly, "rss-only", false, "measure the plugins' peak memory alone")

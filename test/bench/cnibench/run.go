@@ -78,7 +78,7 @@ func runAll(o *options) (*report, error) {
 	if err := floorDir(o.tools, floor); err != nil {
 		return nil, err
 	}
-	if only, err := rep.only(o, floor, netnses); only {
+	if only, err := rep.only(o, floor, floorChain, ours); only {
 		return rep, err
 	}
 	for _, n := range o.sizes {
@@ -101,8 +101,11 @@ func namespacesNeeded(o *options) int {
 		return 0 // containerd makes the pods' namespaces
 	}
 	maxN := max(o.parallel, o.burstN, o.burstAll)
-	if o.seqOnly {
+	switch {
+	case o.seqOnly:
 		maxN = 0
+	case o.burstsOnly:
+		return max(o.burstN, o.burstAll)
 	}
 	for _, n := range o.sizes {
 		maxN = max(maxN, n)
@@ -126,7 +129,8 @@ func (rep *report) rest(o *options, floor string, floorChain *chain, ours []*cha
 }
 
 // only runs the one measurement an -…-only flag asks for, if any.
-func (rep *report) only(o *options, floor string, netnses []string) (bool, error) {
+func (rep *report) only(o *options, floor string, floorChain *chain, ours []*chain) (bool, error) {
+	netnses := floorChain.netnses
 	switch {
 	case o.statusOnly:
 		return true, rep.status(o, floor, netnses)
@@ -134,6 +138,8 @@ func (rep *report) only(o *options, floor string, netnses []string) (bool, error
 		return true, rep.criRow(o, floor)
 	case o.rssOnly:
 		return true, rep.peakMemory(o, netnses[:min(rssSamples, len(netnses))])
+	case o.burstsOnly:
+		return true, rep.bursts(o, floor, floorChain, ours)
 	}
 	return false, nil
 }

@@ -77,16 +77,7 @@ func TestBenchSmoke(t *testing.T) {
 // (the floor only starts its processes).
 func TestBenchSeqOnly(t *testing.T) {
 	sandbox.Require(t)
-	tools := t.TempDir()
-	for pkg, name := range map[string]string{
-		"github.com/containernetworking/cni/cnitool": "cnitool",
-		"cnisuite/test/bench/floor":                  "floor",
-	} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(tools, name), pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-		}
-	}
-	o := &options{bin: sandbox.Bin(t), tools: tools, sizes: []int{20}, backends: []string{"default"}, seqOnly: true,
+	o := &options{bin: sandbox.Bin(t), tools: cnitoolAndFloor(t), sizes: []int{20}, backends: []string{"default"}, seqOnly: true,
 		parallel: 4, burstN: 12, burstK: 4, burstAll: 8, busyRules: 100, busyN: 5}
 	rep, err := runAll(o)
 	if err != nil {
@@ -100,6 +91,43 @@ func TestBenchSeqOnly(t *testing.T) {
 	for _, v := range verbs {
 		if floor[v].N != 20 || floor[v].Median <= 0 || ours[v].Median <= floor[v].Median {
 			t.Errorf("CPU per %s: ours %+v, floor's %+v; want 20 calls each, ours above the floor's", v, ours[v], floor[v])
+		}
+	}
+}
+
+// cnitoolAndFloor builds cnitool and the floor into a directory of tools.
+func cnitoolAndFloor(t *testing.T) string {
+	t.Helper()
+	tools := t.TempDir()
+	for pkg, name := range map[string]string{
+		"github.com/containernetworking/cni/cnitool": "cnitool",
+		"cnisuite/test/bench/floor":                  "floor",
+	} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(tools, name), pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	return tools
+}
+
+// TestBenchBurstsOnly: -bursts-only measures the four bursts (k at a time
+// and all at once, each with ADD alone and ADD then CHECK) and nothing
+// else, without errors, every phase timed on both sides.
+func TestBenchBurstsOnly(t *testing.T) {
+	sandbox.Require(t)
+	o := &options{bin: sandbox.Bin(t), tools: cnitoolAndFloor(t), sizes: []int{20}, backends: []string{"default"}, burstsOnly: true,
+		parallel: 4, burstN: 6, burstK: 3, burstAll: 4, busyRules: 100, busyN: 5}
+	rep, err := runAll(o)
+	if err != nil {
+		t.Fatalf("runAll: %v", err)
+	}
+	if len(rep.Bursts) != 4 || len(rep.Scenarios)+len(rep.Busy)+len(rep.Status)+len(rep.HostLocal) != 0 {
+		t.Fatalf("-bursts-only measured %d bursts (want 4), %d scenarios, %d busy rows, %d STATUS rows, %d host-local rows (want none)",
+			len(rep.Bursts), len(rep.Scenarios), len(rep.Busy), len(rep.Status), len(rep.HostLocal))
+	}
+	for _, b := range rep.Bursts {
+		if b.Errors+b.FloorErrors != 0 || b.AddS <= 0 || b.DelS <= 0 || b.FloorAddS <= 0 || b.FloorDelS <= 0 {
+			t.Errorf("burst %d×%d (check %v): %+v; want every phase timed, no errors", b.N, b.K, b.Check, b)
 		}
 	}
 }
