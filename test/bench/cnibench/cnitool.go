@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -16,6 +18,7 @@ type cnitool struct {
 	pluginDir string
 	confDir   string
 	network   string
+	cgroupCPU string // the run's cgroup CPU counter ("": none), see cgroupCPU
 }
 
 // run runs one verb for the container whose namespace is netns, with the
@@ -112,24 +115,58 @@ func (c *cnitool) burst(netnses []string, portBase, k int, check bool) (ph burst
 		add = append(add, "check")
 	}
 	for _, verbs := range [][]string{add, {"del"}} {
-		cpu0 := childCPU()
+		cpu0, group0 := childCPU(), c.groupCPU()
 		start := time.Now()
 		errs = append(errs, c.pool(verbs, netnses, portBase, k)...)
 		wall := time.Since(start)
 		perPod := ms(childCPU()-cpu0) / float64(len(netnses))
+		groupPerPod := ms(c.groupCPU()-group0) / float64(len(netnses))
 		if verbs[0] == "add" {
-			ph.add, ph.addCPU = wall, perPod
+			ph.add, ph.addCPU, ph.addGroupCPU = wall, perPod, groupPerPod
 		} else {
-			ph.del, ph.delCPU = wall, perPod
+			ph.del, ph.delCPU, ph.delGroupCPU = wall, perPod, groupPerPod
 		}
 	}
 	return ph, errs
 }
 
-// burstPhases are a burst's wall times and CPU per pod (ms).
+// burstPhases are a burst's wall times and CPU per pod (ms): of the
+// waited-for processes, and of the run's cgroup (0 without one).
 type burstPhases struct {
-	add, del       time.Duration
-	addCPU, delCPU float64
+	add, del                 time.Duration
+	addCPU, delCPU           float64
+	addGroupCPU, delGroupCPU float64
+}
+
+// groupCPU is the CPU time of the run's cgroup so far (0 without one).
+func (c *cnitool) groupCPU() time.Duration {
+	if c.cgroupCPU == "" {
+		return 0
+	}
+	d, _ := cgroupCPU(c.cgroupCPU) // read once at start-up already: 0 is "not measured"
+	return d
+}
+
+// cgroupCPU reads a cgroup's CPU counter: v1's cpuacct.usage (nanoseconds)
+// or v2's cpu.stat (usage_usec). Every process in the cgroup counts,
+// whoever waits for it: the helpers a plugin starts and leaves to init too.
+func cgroupCPU(path string) (time.Duration, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	text := strings.TrimSpace(string(data))
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+			us, err := strconv.ParseInt(v, 10, 64)
+			return time.Duration(us) * time.Microsecond, err
+		}
+	}
+	ns, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: neither cpuacct.usage nor cpu.stat: %w", path, err)
+	}
+	return time.Duration(ns), nil
 }
 
 // childCPU is the user and system time of this process's waited-for

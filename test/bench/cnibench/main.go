@@ -31,6 +31,7 @@ type options struct {
 	criOnly         bool
 	seqOnly         bool
 	burstsOnly      bool
+	cgroupCPU       string
 	reference       string
 	conflist        string
 }
@@ -57,6 +58,7 @@ func parseFlags() (*options, error) {
 	flag.StringVar(&o.conflist, "conflist", "examples/kubernetes.conflist", "the configuration of the CRI row")
 	flag.BoolVar(&o.seqOnly, "seq-only", false, "measure the sequential pairs alone (-n, -backends: ADD, CHECK, DEL and their growth)")
 	flag.BoolVar(&o.burstsOnly, "bursts-only", false, "measure the bursts alone (-burst, -burst-k, -burst-all, -backends: each burst's ADD and DEL phases right after the floor's)")
+	flag.StringVar(&o.cgroupCPU, "cgroup-cpu", "", "the CPU counter of a cgroup holding the whole run (v1 cpuacct.usage or v2 cpu.stat), e.g. /proc/self/fd/9 opened before the sandbox: bursts also report every process's CPU, helpers that outlive their plugin included")
 	flag.BoolVar(&o.statusOnly, "status-only", false, "measure the chains' STATUS alone")
 	flag.IntVar(&o.statusPods, "status-pods", 100, "pods attached to each chain during its second STATUS row (0: only the row without pods)")
 	flag.BoolVar(&o.rssOnly, "rss-only", false, "measure the plugins' peak memory alone")
@@ -71,6 +73,11 @@ func parseFlags() (*options, error) {
 	}
 	if o.criN < 0 || o.criK < 1 {
 		return nil, fmt.Errorf("-cri %d -cri-k %d: want a number of pods and at least one at a time", o.criN, o.criK)
+	}
+	if o.cgroupCPU != "" {
+		if _, err := cgroupCPU(o.cgroupCPU); err != nil {
+			return nil, fmt.Errorf("-cgroup-cpu: %w", err)
+		}
 	}
 	if backends != "" {
 		o.backends = strings.Split(backends, ",")

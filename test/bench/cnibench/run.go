@@ -314,8 +314,13 @@ type Burst struct {
 	DelCPU      float64 `json:"del_cpu_ms_per_pod"`
 	FloorAddCPU float64 `json:"floor_add_cpu_ms_per_pod"`
 	FloorDelCPU float64 `json:"floor_del_cpu_ms_per_pod"`
-	Errors      int     `json:"errors"`
-	FloorErrors int     `json:"floor_errors"`
+	// The same from the run's cgroup (-cgroup-cpu), helpers included.
+	AddGroupCPU      float64 `json:"add_cgroup_cpu_ms_per_pod,omitempty"`
+	DelGroupCPU      float64 `json:"del_cgroup_cpu_ms_per_pod,omitempty"`
+	FloorAddGroupCPU float64 `json:"floor_add_cgroup_cpu_ms_per_pod,omitempty"`
+	FloorDelGroupCPU float64 `json:"floor_del_cgroup_cpu_ms_per_pod,omitempty"`
+	Errors           int     `json:"errors"`
+	FloorErrors      int     `json:"floor_errors"`
 }
 
 // burstShape is one kind of burst: n pods, k at a time, ADD alone or ADD
@@ -363,14 +368,16 @@ func (rep *report) burst(o *options, floorDir string, floor, c *chain, sh burstS
 		if side == floor {
 			dir = floorDir
 		}
-		tool := &cnitool{tool: filepath.Join(o.tools, "cnitool"), pluginDir: dir, confDir: confDir, network: side.network()}
+		tool := &cnitool{tool: filepath.Join(o.tools, "cnitool"), pluginDir: dir, confDir: confDir, network: side.network(), cgroupCPU: o.cgroupCPU}
 		ph, errs := tool.burst(side.netnses[:sh.n], side.portBase, sh.k, sh.check)
 		if side == floor {
 			b.FloorAddS, b.FloorDelS, b.FloorErrors = ph.add.Seconds(), ph.del.Seconds(), len(errs)
 			b.FloorAddCPU, b.FloorDelCPU = ph.addCPU, ph.delCPU
+			b.FloorAddGroupCPU, b.FloorDelGroupCPU = ph.addGroupCPU, ph.delGroupCPU
 		} else {
 			b.AddS, b.DelS, b.Errors = ph.add.Seconds(), ph.del.Seconds(), len(errs)
 			b.AddCPU, b.DelCPU = ph.addCPU, ph.delCPU
+			b.AddGroupCPU, b.DelGroupCPU = ph.addGroupCPU, ph.delGroupCPU
 		}
 		for i, err := range errs {
 			if i < 3 {
