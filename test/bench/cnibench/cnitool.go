@@ -117,14 +117,15 @@ func (c *cnitool) burst(netnses []string, portBase, k int, check bool) (ph burst
 	for _, verbs := range [][]string{add, {"del"}} {
 		cpu0, group0 := childCPU(), c.groupCPU()
 		start := time.Now()
-		errs = append(errs, c.pool(verbs, netnses, portBase, k)...)
+		perr, walls := c.pool(verbs, netnses, portBase, k)
+		errs = append(errs, perr...)
 		wall := time.Since(start)
 		perPod := ms(childCPU()-cpu0) / float64(len(netnses))
 		groupPerPod := ms(c.groupCPU()-group0) / float64(len(netnses))
 		if verbs[0] == "add" {
 			ph.add, ph.addCPU, ph.addGroupCPU = wall, perPod, groupPerPod
 		} else {
-			ph.del, ph.delCPU, ph.delGroupCPU = wall, perPod, groupPerPod
+			ph.del, ph.delCPU, ph.delGroupCPU, ph.delCalls = wall, perPod, groupPerPod, summarise(walls)
 		}
 	}
 	return ph, errs
@@ -136,6 +137,7 @@ type burstPhases struct {
 	add, del                 time.Duration
 	addCPU, delCPU           float64
 	addGroupCPU, delGroupCPU float64
+	delCalls                 Stats // each pod's DEL, start to answer
 }
 
 // groupCPU is the CPU time of the run's cgroup so far (0 without one).
@@ -179,19 +181,23 @@ func childCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// pool runs the verbs, in order, for every namespace on k workers.
-func (c *cnitool) pool(verbs []string, netnses []string, portBase, k int) []error {
+// pool runs the verbs, in order, for every namespace on k workers, and
+// returns the errors and each namespace's time through its verbs.
+func (c *cnitool) pool(verbs []string, netnses []string, portBase, k int) ([]error, []time.Duration) {
 	next := make(chan int)
 	errc := make(chan error, len(netnses))
+	walls := make([]time.Duration, len(netnses)) // each written by one worker, read after all reported
 	for w := 0; w < k; w++ {
 		go func() {
 			for i := range next {
 				var err error
+				start := time.Now()
 				for _, verb := range verbs {
 					if _, err = c.run(verb, netnses[i], portMapping(portBase+i)); err != nil {
 						break
 					}
 				}
+				walls[i] = time.Since(start)
 				errc <- err
 			}
 		}()
@@ -206,5 +212,5 @@ func (c *cnitool) pool(verbs []string, netnses []string, portBase, k int) []erro
 			errs = append(errs, err)
 		}
 	}
-	return errs
+	return errs, walls
 }

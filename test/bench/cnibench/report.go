@@ -63,6 +63,8 @@ func (rep *report) measurements(b *strings.Builder) {
 			bu.N, bu.K, bu.Chain, phase, bu.AddS, bu.FloorAddS, bu.AddS/bu.FloorAddS, bu.DelS, bu.FloorDelS, bu.DelS/bu.FloorDelS, bu.Errors, bu.FloorErrors)
 		fmt.Fprintf(b, "| burst %d×%d, %s: CPU per pod of the waited-for processes, %s phase, DEL phase (floor's) | %.1f ms (%.1f), %.1f ms (%.1f) |\n",
 			bu.N, bu.K, bu.Chain, phase, bu.AddCPU, bu.FloorAddCPU, bu.DelCPU, bu.FloorDelCPU)
+		fmt.Fprintf(b, "| burst %d×%d, %s: each DEL call of the DEL phase, median and p95 (floor's) | %.1f ms, %.1f ms (%.1f ms, %.1f ms) |\n",
+			bu.N, bu.K, bu.Chain, bu.DelCalls.Median, bu.DelCalls.P95, bu.FloorDelCalls.Median, bu.FloorDelCalls.P95)
 		if bu.FloorDelGroupCPU > 0 {
 			fmt.Fprintf(b, "| burst %d×%d, %s: CPU per pod of the run's cgroup (helpers included), %s phase, DEL phase (floor's) | %.1f ms (%.1f), %.1f ms (%.1f) |\n",
 				bu.N, bu.K, bu.Chain, phase, bu.AddGroupCPU, bu.FloorAddGroupCPU, bu.DelGroupCPU, bu.FloorDelGroupCPU)

@@ -319,8 +319,11 @@ type Burst struct {
 	DelGroupCPU      float64 `json:"del_cgroup_cpu_ms_per_pod,omitempty"`
 	FloorAddGroupCPU float64 `json:"floor_add_cgroup_cpu_ms_per_pod,omitempty"`
 	FloorDelGroupCPU float64 `json:"floor_del_cgroup_cpu_ms_per_pod,omitempty"`
-	Errors           int     `json:"errors"`
-	FloorErrors      int     `json:"floor_errors"`
+	// Each pod's DEL call in the DEL phase, start to answer.
+	DelCalls      Stats `json:"del_calls"`
+	FloorDelCalls Stats `json:"floor_del_calls"`
+	Errors        int   `json:"errors"`
+	FloorErrors   int   `json:"floor_errors"`
 }
 
 // burstShape is one kind of burst: n pods, k at a time, ADD alone or ADD
@@ -374,10 +377,12 @@ func (rep *report) burst(o *options, floorDir string, floor, c *chain, sh burstS
 			b.FloorAddS, b.FloorDelS, b.FloorErrors = ph.add.Seconds(), ph.del.Seconds(), len(errs)
 			b.FloorAddCPU, b.FloorDelCPU = ph.addCPU, ph.delCPU
 			b.FloorAddGroupCPU, b.FloorDelGroupCPU = ph.addGroupCPU, ph.delGroupCPU
+			b.FloorDelCalls = ph.delCalls
 		} else {
 			b.AddS, b.DelS, b.Errors = ph.add.Seconds(), ph.del.Seconds(), len(errs)
 			b.AddCPU, b.DelCPU = ph.addCPU, ph.delCPU
 			b.AddGroupCPU, b.DelGroupCPU = ph.addGroupCPU, ph.delGroupCPU
+			b.DelCalls = ph.delCalls
 		}
 		for i, err := range errs {
 			if i < 3 {

@@ -112,7 +112,7 @@ func cnitoolAndFloor(t *testing.T) string {
 
 // TestBenchBurstsOnly: -bursts-only measures the four bursts (k at a time
 // and all at once, each with ADD alone and ADD then CHECK) and nothing
-// else, without errors, every phase timed on both sides.
+// else, without errors, every phase and every DEL call timed on both sides.
 func TestBenchBurstsOnly(t *testing.T) {
 	sandbox.Require(t)
 	o := &options{bin: sandbox.Bin(t), tools: cnitoolAndFloor(t), sizes: []int{20}, backends: []string{"default"}, burstsOnly: true,
@@ -126,7 +126,8 @@ func TestBenchBurstsOnly(t *testing.T) {
 			len(rep.Bursts), len(rep.Scenarios), len(rep.Busy), len(rep.Status), len(rep.HostLocal))
 	}
 	for _, b := range rep.Bursts {
-		if b.Errors+b.FloorErrors != 0 || b.AddS <= 0 || b.DelS <= 0 || b.FloorAddS <= 0 || b.FloorDelS <= 0 {
+		if b.Errors+b.FloorErrors != 0 || b.AddS <= 0 || b.DelS <= 0 || b.FloorAddS <= 0 || b.FloorDelS <= 0 ||
+			b.DelCalls.N != b.N || b.FloorDelCalls.N != b.N || b.DelCalls.Median <= 0 {
 			t.Errorf("burst %d×%d (check %v): %+v; want every phase timed, no errors", b.N, b.K, b.Check, b)
 		}
 	}
