@@ -3,7 +3,10 @@ package nftables
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os/exec"
+	"sync"
 	"testing"
 
 	"cnisuite/pkg/firewall/fwapi"
@@ -96,4 +99,86 @@ func TestSubnetChainHeldByLastOwner(t *testing.T) {
 		}
 		fwtest.AssertNoOwnerRules(t)
 	})
+}
+
+// TestFirstOwnersOfASubnetAtOnce: the first attachments of a subnet, added
+// at the same time (a burst on a fresh node), all write its subnet chain
+// and element; none may fail for it, and the element stays until the last
+// is removed.
+func TestFirstOwnersOfASubnetAtOnce(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	netns := sandbox.NewNS(t)
+	const n = 24
+	b := New()
+	owners := make([]fwapi.Owner, n)
+	rules := make([]fwapi.Rules, n)
+	for i := range owners {
+		owners[i] = fwapi.Owner{Plugin: "bridge", Network: "net1", ContainerID: fmt.Sprintf("c%d", i), IfName: "eth0"}
+		ip := net.IPv4(10, 88, 1, byte(i+2)).To4()
+		r := fwtest.PortRules(t, func(p *fwapi.PortMaps) {
+			p.ContainerV6 = nil
+			p.ContainerV4 = &net.IPNet{IP: ip, Mask: net.CIDRMask(16, 32)}
+			for k := range p.Mappings {
+				p.Mappings[k].HostPort += 100 * (i + 1)
+			}
+		})
+		r.Masq = []fwapi.Masq{{Addr: *r.PortMaps.ContainerV4}}
+		rules[i] = r
+	}
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range owners {
+		wg.Add(1)
+		go func(i int) { // each in the namespace, on a socket of its own
+			defer wg.Done()
+			errs <- netns.Do(func() error { return b.Ensure(ctx, owners[i], rules[i]) })
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("Ensure beside the subnet's other first owners: %v", err)
+		}
+	}
+	// Then every owner leaves and comes back at once: a DEL that finds the
+	// subnet chain unheld races ADDs that found it in place.
+	errs = make(chan error, 2*n)
+	for i := range owners {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs <- netns.Do(func() error {
+				if err := b.Remove(ctx, owners[i]); err != nil {
+					return err
+				}
+				return b.Ensure(ctx, owners[i], rules[i])
+			})
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("DEL and ADD again beside the others: %v", err)
+		}
+	}
+	err := netns.Do(func() error {
+		for i := range owners {
+			if err := b.Check(ctx, owners[i], rules[i]); err != nil {
+				t.Errorf("CHECK(%s): %v", owners[i], err)
+			}
+		}
+		for _, o := range owners {
+			if err := b.Remove(ctx, o); err != nil {
+				return err
+			}
+		}
+		fwtest.AssertNoOwnerRules(t)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -155,7 +155,7 @@ func EnsureBatch(b *netfilter.Batch, desired []Chain, existing []Existing, safe 
 			}
 		}
 		for _, el := range c.Elems() {
-			addElem(b, c.Table, el, c.Name, !had)
+			addElem(b, c.Table, el, c.Name, !had && exclusive(c.Name))
 		}
 	}
 }

@@ -209,16 +209,28 @@ func OwnerChains(o fwapi.Owner) []Chain {
 // that records elements: an owner chain (a prefix of ours, 8 hex of a
 // network and 16 of an owner) or a subnet chain (a prefix and 16 hex).
 func isOwnerChain(name string) bool {
-	prefix, rest, _ := strings.Cut(name, "-")
-	if len(rest) == 16 && isHex(rest) {
-		return prefix == PrefixMasqNet || prefix == PrefixHairpinNet
+	if isSubnetChain(name) {
+		return true
 	}
+	prefix, rest, _ := strings.Cut(name, "-")
 	netHash, owner, ok := strings.Cut(rest, "-")
 	if !ok || len(netHash) != 8 || len(owner) != 16 || !isHex(netHash+owner) {
 		return false
 	}
 	return slices.Contains([]string{PrefixMasq, PrefixDNAT, PrefixHairpin, PrefixSpoof, PrefixICCFrom, PrefixICCTo, PrefixICCIP, PrefixIsoHold}, prefix)
 }
+
+// isSubnetChain reports whether name is a subnet chain's (SubnetChainName).
+func isSubnetChain(name string) bool {
+	prefix, rest, _ := strings.Cut(name, "-")
+	return len(rest) == 16 && isHex(rest) && (prefix == PrefixMasqNet || prefix == PrefixHairpinNet)
+}
+
+// exclusive reports whether a fresh chain's elements are created with
+// create element: an owner's are its own, so a key already held is
+// another owner's; a subnet chain's element is the same whoever writes
+// it, and owners of one subnet may write it at once.
+func exclusive(chain string) bool { return !isSubnetChain(chain) }
 
 func isHex(s string) bool {
 	_, err := hex.DecodeString(s)

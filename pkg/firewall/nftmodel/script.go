@@ -50,7 +50,7 @@ func Script(desired []Chain, existing []Existing, skels []Skeleton, intact map[T
 	}
 	for _, c := range desired {
 		got, had := have[c.ID()]
-		lines := writeChainLines(c, !had)
+		lines := writeChainLines(c, !had && exclusive(c.Name))
 		if had && intact != nil && slices.Equal(got, c.Comments()) {
 			lines = lines[2+len(c.Rules):] // the elements only
 		}
