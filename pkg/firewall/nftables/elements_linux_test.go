@@ -142,26 +142,28 @@ func TestFirstOwnersOfASubnetAtOnce(t *testing.T) {
 			t.Errorf("Ensure beside the subnet's other first owners: %v", err)
 		}
 	}
-	// Then every owner leaves and comes back at once: a DEL that finds the
-	// subnet chain unheld races ADDs that found it in place.
-	errs = make(chan error, 2*n)
-	for i := range owners {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			errs <- netns.Do(func() error {
-				if err := b.Remove(ctx, owners[i]); err != nil {
-					return err
-				}
-				return b.Ensure(ctx, owners[i], rules[i])
-			})
-		}(i)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Errorf("DEL and ADD again beside the others: %v", err)
+	// Then every owner leaves at once (the last ones race to release the
+	// subnet chain), and comes back at once.
+	for _, add := range []bool{false, true} {
+		errs = make(chan error, n)
+		for i := range owners {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				errs <- netns.Do(func() error {
+					if add {
+						return b.Ensure(ctx, owners[i], rules[i])
+					}
+					return b.Remove(ctx, owners[i])
+				})
+			}(i)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Errorf("ADD or DEL (add %v) beside the subnet's other owners: %v", add, err)
+			}
 		}
 	}
 	err := netns.Do(func() error {

@@ -186,15 +186,15 @@ func ReleaseNet(conn *netfilter.Conn, o fwapi.Owner) error {
 }
 
 // ReleaseShared deletes the shared chains (network or subnet chains) among
-// chains, with their map elements, in one transaction that the kernel
-// refuses (EBUSY) while any owner's chain still jumps to one of them: then
-// they stay. what names them in an error.
+// chains, with their map elements, each in a transaction of its own that
+// the kernel refuses (EBUSY) while any owner's chain still jumps to it:
+// then it stays; or (ENOENT) when another owner's DEL, which also found it
+// unheld, deleted it first: then it is gone. what names them in an error.
 func ReleaseShared(conn *netfilter.Conn, chains []Chain, what string) error {
 	existing, err := ReadChains(conn, chains)
 	if err != nil || len(existing) == 0 {
 		return err
 	}
-	batch := &netfilter.Batch{}
 	for _, e := range existing {
 		// The use count is the chain's rules plus what leads to it: its
 		// verdict map elements, and the owners' jumps. Looked at first,
@@ -207,10 +207,11 @@ func ReleaseShared(conn *netfilter.Conn, chains []Chain, what string) error {
 		if int(use) > len(e.Comments)+e.verdictElems() {
 			continue // held by an owner
 		}
+		batch := &netfilter.Batch{}
 		RemoveChain(batch, e, true)
-	}
-	if err := conn.Apply(batch); err != nil && !errors.Is(err, unix.EBUSY) {
-		return types.Errorf(types.ErrIO, "shared chains of %s: %w", what, err)
+		if err := conn.Apply(batch); err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.ENOENT) {
+			return types.Errorf(types.ErrIO, "shared chain %s of %s: %w", e.ID(), what, err)
+		}
 	}
 	return nil
 }
