@@ -123,11 +123,11 @@ func TestPortmapRootless(t *testing.T) {
 	out := runScript(t, `CNI_NETNS=/proc/$$/ns/net unshare --net -- sh -c '
 		ip link set lo up; ip route add 10.89.0.0/24 dev lo
 		printf %s "$CONF" | CNI_COMMAND=ADD "$BIN/portmap" >/dev/null; echo "@@add $?"
-		echo @@rules; nft list ruleset | grep -c ": 10.89.0.2"
+		echo @@rules; nft list ruleset | grep -c "\" : 10.89.0.2"
 		echo @@localnet; cat /proc/sys/net/ipv4/conf/lo/route_localnet
 		printf %s "$CONF" | CNI_COMMAND=CHECK "$BIN/portmap"; echo "@@check $?"
 		printf %s "$CONF" | CNI_COMMAND=DEL "$BIN/portmap"; echo "@@del $?"
-		echo @@after; nft list ruleset | grep -c ": 10.89.0.2"
+		echo @@after; nft list ruleset | grep -c "\" : 10.89.0.2"
 		echo @@end'`, conf, "XDG_RUNTIME_DIR="+userRuntimeDir(t))
 	// What DNATs a port is its map element ("tcp . 8080 … : 10.89.0.2 . 80").
 	if !strings.Contains(out, "@@add 0") || strings.TrimSpace(section(out, "rules")) != "2" {
