@@ -8,6 +8,7 @@ import (
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/firewall/nftmaps"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
@@ -80,7 +81,7 @@ func readSkeleton(conn *netfilter.Conn, s Skeleton) (intact, hasRules bool, err 
 func writeSkeleton(b *netfilter.Batch, s Skeleton, rewrite bool) {
 	b.AddTable(s.Table)
 	for _, m := range s.Maps {
-		b.AddSet(s.Table, m.spec(s.Table))
+		b.AddSet(s.Table, m.Spec(s.Table))
 	}
 	for _, c := range s.Chains {
 		var h *netfilter.Hook
@@ -199,7 +200,7 @@ func addSets(b *netfilter.Batch, t Table, r Rule) []expr.Any {
 // set or data map, as create element when fresh (the owner had no chain):
 // in a set the kernel would otherwise take another owner's key silently.
 func addElem(b *netfilter.Batch, t Table, el Elem, chain string, fresh bool) {
-	key, end, err := ElemKeys(t, el)
+	key, end, err := nftmaps.ElemKeys(t, el)
 	if err != nil {
 		b.Fail(err)
 		return
@@ -208,7 +209,7 @@ func addElem(b *netfilter.Batch, t Table, el Elem, chain string, fresh bool) {
 		b.AddElemRange(t, el.Set, key, end, chain)
 		return
 	}
-	data, err := ElemData(t, el)
+	data, err := nftmaps.ElemData(t, el)
 	if err != nil {
 		b.Fail(err)
 		return
@@ -220,7 +221,7 @@ func removeElem(b *netfilter.Batch, t Table, chain string, el Elem, safe bool) {
 	if safe {
 		addElem(b, t, el, chain, false)
 	}
-	key, end, err := ElemKeys(t, el)
+	key, end, err := nftmaps.ElemKeys(t, el)
 	if err != nil {
 		b.Fail(err)
 		return

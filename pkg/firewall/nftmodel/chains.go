@@ -10,6 +10,7 @@ import (
 	"github.com/google/nftables/expr"
 
 	"cnisuite/pkg/firewall/fwapi"
+	"cnisuite/pkg/firewall/nftmaps"
 	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
 )
@@ -107,9 +108,14 @@ func Build(elem *Elem, parts ...nftrule.Part) Rule {
 	return Rule{Text: r.Text, Elem: elem, Exprs: r.Exprs, Sets: r.Sets}
 }
 
-// Elem is an element of a set or map of the table, written as nft writes
-// it: its key and, in a data map, its value (Data).
-type Elem struct{ Set, Key, Data string }
+// Elem is an element of a set or map of our tables (package nftmaps).
+type Elem = nftmaps.Elem
+
+// Map is a set or map of our tables; Maps are they all, by name.
+type Map = nftmaps.Map
+
+// Maps are the sets and maps of our tables, by name.
+var Maps = nftmaps.Maps
 
 // Ledger returns the rule of an owner chain that records el, an element of
 // a data map or set that fixed rules of the skeleton act on. Nothing jumps

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/firewall/fwapi"
+	"cnisuite/pkg/firewall/nftmaps"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
@@ -72,7 +73,7 @@ func dropStrays(conn *netfilter.Conn, desired []Chain) (bool, error) {
 			if Maps[el.Set].Verdict() {
 				continue
 			}
-			key, end, err := ElemKeys(c.Table, el)
+			key, end, err := nftmaps.ElemKeys(c.Table, el)
 			if err != nil {
 				return false, err
 			}
@@ -291,11 +292,11 @@ func checkElem(conn *netfilter.Conn, c Chain, el Elem) error {
 	if Maps[el.Set].Verdict() {
 		return nil
 	}
-	key, end, err := ElemKeys(c.Table, el)
+	key, end, err := nftmaps.ElemKeys(c.Table, el)
 	if err != nil {
 		return err
 	}
-	data, err := ElemData(c.Table, el)
+	data, err := nftmaps.ElemData(c.Table, el)
 	if err != nil {
 		return err
 	}

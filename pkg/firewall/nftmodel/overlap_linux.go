@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"cnisuite/pkg/firewall/fwapi"
+	"cnisuite/pkg/firewall/nftmaps"
 	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
@@ -128,7 +129,7 @@ func spanOfKey(t Table, m Map, el netfilter.MapElem) (span, bool) {
 	var s span
 	off := 0
 	if len(m.Fields) == 3 {
-		n := int(fieldSize(t, "addr"))
+		n := int(nftmaps.FieldSize(t, "addr"))
 		if len(el.Key) < n {
 			return s, false
 		}

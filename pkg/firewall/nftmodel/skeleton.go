@@ -75,7 +75,7 @@ func (s Skeleton) Lines() []string {
 		if m.IsSet {
 			kind = "set"
 		}
-		out = append(out, fmt.Sprintf("add %s %s %s { type %s;%s }", kind, ts, m.Name, m.text(s.Table), flags))
+		out = append(out, fmt.Sprintf("add %s %s %s { type %s;%s }", kind, ts, m.Name, m.Text(s.Table), flags))
 	}
 	for _, c := range s.Chains {
 		if c.Hook != nil {

@@ -1,4 +1,9 @@
-package nftmodel
+// Package nftmaps holds the named sets and maps of our nftables tables and
+// how their elements are written: as nft text (the keys our rules'
+// comments name, the golden files hold) and as the bytes the kernel keeps
+// (what a netlink batch carries). Package nftmodel builds the chains and
+// transactions around them.
+package nftmaps
 
 import (
 	"encoding/binary"
@@ -89,7 +94,7 @@ var typeNames = map[string][2]string{
 	"addr4": {"ipv4_addr", "ipv4_addr"}, "addr6": {"ipv6_addr", "ipv6_addr"},
 }
 
-func fieldSize(t Table, f string) uint32 {
+func FieldSize(t Table, f string) uint32 {
 	if f == "addr" {
 		if t.Family == "ip6" {
 			return 16
@@ -109,9 +114,9 @@ func (m Map) userdata() []byte {
 	return append([]byte{0, 4}, binary.NativeEndian.AppendUint32(nil, 1)...)
 }
 
-// text is the set's or map's type as nft writes it: "ipv4_addr . inet_service"
+// Text is the set's or map's type as nft writes it: "ipv4_addr . inet_service"
 // for a set, followed by " : verdict" or " : <data types>" for a map.
-func (m Map) text(t Table) string {
+func (m Map) Text(t Table) string {
 	out := typeText(t, m.Fields)
 	switch {
 	case m.Verdict():
@@ -134,8 +139,8 @@ func typeText(t Table, fields []string) string {
 	return strings.Join(names, " . ")
 }
 
-// spec is the set as the kernel creates it.
-func (m Map) spec(t Table) netfilter.SetSpec {
+// Spec is the set as the kernel creates it.
+func (m Map) Spec(t Table) netfilter.SetSpec {
 	s := netfilter.SetSpec{
 		Name: m.Name, KeyType: typeID(t, m.Fields), KeyLen: concatLen(t, m.Fields),
 		Interval: m.Interval, Verdict: m.Verdict(), Udata: m.userdata(),
@@ -166,11 +171,11 @@ func typeID(t Table, fields []string) uint32 {
 // fills whole 32-bit registers.
 func concatLen(t Table, fields []string) uint32 {
 	if len(fields) == 1 {
-		return fieldSize(t, fields[0])
+		return FieldSize(t, fields[0])
 	}
 	var n uint32
 	for _, f := range fields {
-		n += (fieldSize(t, f) + 3) &^ 3
+		n += (FieldSize(t, f) + 3) &^ 3
 	}
 	return n
 }
@@ -180,10 +185,17 @@ func concatLen(t Table, fields []string) uint32 {
 func (m Map) fieldLens(t Table) []uint32 {
 	out := make([]uint32, len(m.Fields))
 	for i, f := range m.Fields {
-		out[i] = fieldSize(t, f)
+		out[i] = FieldSize(t, f)
 	}
 	return out
 }
+
+// Table is one nftables table.
+type Table = netfilter.Table
+
+// Elem is an element of a set or map of a table, written as nft writes
+// it: its key and, in a data map, its value (Data).
+type Elem struct{ Set, Key, Data string }
 
 // ElemKey encodes an element key written as text ("10.0.0.2 . tcp . 80").
 // google/nftables takes keys as bytes too (SetElement.Key) and encodes no
