@@ -31,5 +31,5 @@
 // The per-bridge chains are network chains (nftmodel.NetChainName), shared
 // by the network's owners; each owner holds them with jumps from its own
 // chain ih-…, so that the kernel refuses to delete them until the
-// network's last owner is gone (nftmodel.ReleaseNet).
+// network's last owner is gone (nftmodel.ReleaseShared).
 package bridgechains

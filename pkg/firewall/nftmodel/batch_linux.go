@@ -14,13 +14,13 @@ import (
 )
 
 // ReadChains returns the chains that exist among the named ones, with the
-// comments of their rules: one lookup per chain, one dump per existing
-// chain, whatever the number of attachments on the node.
+// comments of their rules and their use counts: one lookup per chain, one
+// dump per existing chain, whatever the number of attachments on the node.
 func ReadChains(conn *netfilter.Conn, chains []Chain) ([]Existing, error) {
 	var out []Existing
 	for _, c := range chains {
 		fam := c.Table.Proto()
-		ok, err := conn.ChainExists(fam, c.Table.Name, c.Name)
+		ok, use, err := conn.ChainUse(fam, c.Table.Name, c.Name)
 		if err != nil {
 			return nil, types.Errorf(types.ErrIO, "%w", err)
 		}
@@ -31,7 +31,7 @@ func ReadChains(conn *netfilter.Conn, chains []Chain) ([]Existing, error) {
 		if err != nil {
 			return nil, types.Errorf(types.ErrIO, "%w", err)
 		}
-		e := Existing{Table: c.Table, Name: c.Name}
+		e := Existing{Table: c.Table, Name: c.Name, Use: use}
 		for _, r := range rules {
 			e.Comments = append(e.Comments, r.Comment)
 			if r.Jump != "" {

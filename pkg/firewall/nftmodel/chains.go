@@ -253,12 +253,14 @@ func isNetChain(name, plugin, network string) bool {
 }
 
 // Existing is an owner chain as found in the kernel: its name, the
-// comments of its rules, and the chains they jump to.
+// comments of its rules, the chains they jump to, and its use count (its
+// rules plus the jumps and verdict map elements leading to it).
 type Existing struct {
 	Table    Table
 	Name     string
 	Comments []string
 	Jumps    []string
+	Use      uint32
 }
 
 // ID names the chain uniquely among our tables.

@@ -156,11 +156,26 @@ func ensureScriptOnce(ctx context.Context, conn *netfilter.Conn, o fwapi.Owner, 
 // rule went away behind our back), it deletes the owner's chains in the
 // safe form, then the rest again.
 //
-// Then it deletes the network chains of the owner's network that no owner
-// holds any more (ReleaseNet).
+// Then it deletes the shared chains no owner holds any more (ReleaseShared):
+// those the owner's chains jumped to (its subnets', its network's), and
+// its network's chains, which an owner whose hold was deleted behind our
+// back no longer names.
 func Remove(conn *netfilter.Conn, o fwapi.Owner, extra *netfilter.Batch, also func(*netfilter.Batch) error) error {
 	held, err := removeOwner(conn, o, extra, also)
-	return errors.Join(err, ReleaseNet(conn, o), ReleaseShared(conn, held, o.String()))
+	return errors.Join(err, ReleaseShared(conn, union(held, NetChains(o)), o.String()))
+}
+
+// union is the chains of a and b, each once, in their order.
+func union(a, b []Chain) []Chain {
+	seen := map[string]bool{}
+	var out []Chain
+	for _, c := range append(append([]Chain{}, a...), b...) {
+		if !seen[c.ID()] {
+			seen[c.ID()] = true
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // readList is what Ensure reads: every chain the owner may have, and the
@@ -180,12 +195,6 @@ func readList(o fwapi.Owner, desired []Chain) []Chain {
 	return out
 }
 
-// ReleaseNet deletes the network chains of o's network that no owner
-// holds any more (ReleaseShared).
-func ReleaseNet(conn *netfilter.Conn, o fwapi.Owner) error {
-	return ReleaseShared(conn, NetChains(o), fmt.Sprintf("network %q", o.Network))
-}
-
 // ReleaseShared deletes the shared chains (network or subnet chains) among
 // chains, with their map elements, each in a transaction of its own that
 // the kernel refuses (EBUSY) while any owner's chain still jumps to it:
@@ -201,11 +210,7 @@ func ReleaseShared(conn *netfilter.Conn, chains []Chain, what string) error {
 		// verdict map elements, and the owners' jumps. Looked at first,
 		// since a deleting transaction, even a failed one, costs the
 		// socket's close a grace period.
-		_, use, err := conn.ChainUse(e.Table.Proto(), e.Table.Name, e.Name)
-		if err != nil {
-			return types.Errorf(types.ErrIO, "%w", err)
-		}
-		if int(use) > len(e.Comments)+e.verdictElems() {
+		if int(e.Use) > len(e.Comments)+e.verdictElems() {
 			continue // held by an owner
 		}
 		batch := &netfilter.Batch{}
@@ -335,8 +340,8 @@ func GC(conn *netfilter.Conn, plugin, network string, keep []fwapi.Owner) error 
 	if err := conn.Apply(batch); err != nil {
 		return types.Errorf(types.ErrIO, "GC of network %q: %w", network, err)
 	}
-	return errors.Join(ReleaseNet(conn, fwapi.Owner{Plugin: plugin, Network: network}),
-		ReleaseShared(conn, jumpTargets(existing), fmt.Sprintf("network %q", network)))
+	return ReleaseShared(conn, union(jumpTargets(existing), NetChains(fwapi.Owner{Plugin: plugin, Network: network})),
+		fmt.Sprintf("network %q", network))
 }
 
 // RunScript applies a script as one transaction: nft -f -.
