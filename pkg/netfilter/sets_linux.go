@@ -72,13 +72,10 @@ func (b *Batch) AddAnonSet(t Table, keyType, keyLen uint32, interval bool, udata
 	return id
 }
 
-// MapElem is an element of a map or set as the kernel holds it (Elem).
-type MapElem = Elem
-
 // MapElems dumps the elements of a set or map; a missing table or map
 // yields none.
 // Equivalent to: nft list map <family> <table> <map>
-func (n *Conn) MapElems(family byte, table, set string) ([]MapElem, error) {
+func (n *Conn) MapElems(family byte, table, set string) ([]Elem, error) {
 	if len(table) > maxName || len(set) > maxName {
 		return nil, nil
 	}
@@ -96,7 +93,7 @@ func (n *Conn) MapElems(family byte, table, set string) ([]MapElem, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing map %s %s: %w", table, set, err)
 	}
-	var out []MapElem
+	var out []Elem
 	for _, m := range msgs {
 		if len(m.Data) < 4 {
 			continue
@@ -155,19 +152,19 @@ func (n *Conn) GetElem(family byte, table, set string, key, end []byte) (el Elem
 }
 
 // decodeMapElems reads the NFTA_SET_ELEM_LIST_ELEMENTS of one message.
-func decodeMapElems(b []byte) ([]MapElem, error) {
+func decodeMapElems(b []byte) ([]Elem, error) {
 	ad, err := netlink.NewAttributeDecoder(b)
 	if err != nil {
 		return nil, err
 	}
-	var out []MapElem
+	var out []Elem
 	for ad.Next() {
 		if ad.Type() != unix.NFTA_SET_ELEM_LIST_ELEMENTS {
 			continue
 		}
 		ad.Nested(func(list *netlink.AttributeDecoder) error {
 			for list.Next() {
-				var el MapElem
+				var el Elem
 				list.Nested(func(e *netlink.AttributeDecoder) error {
 					for e.Next() {
 						switch e.Type() {

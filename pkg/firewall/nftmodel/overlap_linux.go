@@ -49,7 +49,7 @@ func (s span) overlaps(o span) bool {
 // does not exist (no range was ever mapped in the table). Two ADDs racing
 // past each other's read are not caught.
 func CrossConflict(conn *netfilter.Conn, o fwapi.Owner, desired []Chain) error {
-	read := map[string][]netfilter.MapElem{}
+	read := map[string][]netfilter.Elem{}
 	for _, c := range desired {
 		for _, el := range c.Elems() {
 			sets, ok := crossMaps[el.Set]
@@ -76,7 +76,7 @@ func CrossConflict(conn *netfilter.Conn, o fwapi.Owner, desired []Chain) error {
 
 // heldBy names the element of another owner's chain in set that overlaps
 // want ("" for none), set read once per call into read.
-func heldBy(conn *netfilter.Conn, read map[string][]netfilter.MapElem, c Chain, set string, want span) (string, error) {
+func heldBy(conn *netfilter.Conn, read map[string][]netfilter.Elem, c Chain, set string, want span) (string, error) {
 	id := c.Table.String() + " " + set
 	if _, done := read[id]; !done {
 		elems, err := conn.MapElems(c.Table.Proto(), c.Table.Name, set)
@@ -125,7 +125,7 @@ func spanOfText(el Elem) (span, error) {
 
 // spanOfKey reads an element as the kernel holds it: each field of the
 // concatenation fills whole 32-bit registers.
-func spanOfKey(t Table, m Map, el netfilter.MapElem) (span, bool) {
+func spanOfKey(t Table, m Map, el netfilter.Elem) (span, bool) {
 	var s span
 	off := 0
 	if len(m.Fields) == 3 {
