@@ -211,6 +211,9 @@ func OwnerChains(o fwapi.Owner) []Chain {
 	}
 }
 
+// ownerPrefixes are the prefixes of owner chains (OwnerChains).
+var ownerPrefixes = []string{PrefixMasq, PrefixDNAT, PrefixHairpin, PrefixSpoof, PrefixICCFrom, PrefixICCTo, PrefixICCIP, PrefixIsoHold}
+
 // isOwnerChain reports whether name is shaped like the name of a chain
 // that records elements: an owner chain (a prefix of ours, 8 hex of a
 // network and 16 of an owner) or a subnet chain (a prefix and 16 hex).
@@ -223,7 +226,7 @@ func isOwnerChain(name string) bool {
 	if !ok || len(netHash) != 8 || len(owner) != 16 || !isHex(netHash+owner) {
 		return false
 	}
-	return slices.Contains([]string{PrefixMasq, PrefixDNAT, PrefixHairpin, PrefixSpoof, PrefixICCFrom, PrefixICCTo, PrefixICCIP, PrefixIsoHold}, prefix)
+	return slices.Contains(ownerPrefixes, prefix)
 }
 
 // isSubnetChain reports whether name is a subnet chain's (SubnetChainName).
@@ -244,7 +247,7 @@ func isHex(s string) bool {
 }
 
 func isNetChain(name, plugin, network string) bool {
-	for _, p := range []string{PrefixMasq, PrefixDNAT, PrefixHairpin, PrefixSpoof, PrefixICCFrom, PrefixICCTo, PrefixICCIP, PrefixIsoHold} {
+	for _, p := range ownerPrefixes {
 		if strings.HasPrefix(name, netPrefix(p, plugin, network)) {
 			return true
 		}
