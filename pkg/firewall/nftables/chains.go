@@ -152,10 +152,10 @@ func portChain(o fwapi.Owner, pm *fwapi.PortMaps, v4 bool) nftmodel.Chain {
 func hairpinChains(o fwapi.Owner, pm *fwapi.PortMaps, v4 bool) []nftmodel.Chain {
 	_, _, table := familyWords(v4)
 	cip, _ := pm.Family(v4)
-	c := nftmodel.Chain{Table: table, Name: nftmodel.ChainName(nftmodel.PrefixHairpin, o)}
 	if !pm.SNAT {
 		return nil
 	}
+	c := nftmodel.Chain{Table: table, Name: nftmodel.ChainName(nftmodel.PrefixHairpin, o)}
 	subnet := fwapi.SubnetOf(cip)
 	sources, set := []string{subnet.String()}, "hairpin"
 	switch {
@@ -167,7 +167,7 @@ func hairpinChains(o fwapi.Owner, pm *fwapi.PortMaps, v4 bool) []nftmodel.Chain 
 		sources = append(sources, "127.0.0.1")
 	}
 	var shared []nftmodel.Chain
-	for _, el := range hairpinElems(fwapi.HostNet(cip.IP).IP, fwapi.ForFamily(pm.Mappings, v4), false) {
+	for _, el := range hairpinElems(fwapi.HostNet(cip.IP).IP, fwapi.ForFamily(pm.Mappings, v4)) {
 		if el.Set == "hairpins" {
 			c.Rules = append(c.Rules, nftmodel.Ledger(nftmodel.Elem{Set: set, Key: el.Key}))
 			if set == "hairpin" {

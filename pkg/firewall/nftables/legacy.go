@@ -91,7 +91,7 @@ func hairpinChain(o fwapi.Owner, pm *fwapi.PortMaps, v4 bool) nftmodel.Chain {
 		sources = append(sources, nftrule.Addr(v4, "saddr", net.IPv4(127, 0, 0, 1).To4(), false))
 	}
 	seen := map[string]bool{}
-	for _, el := range hairpinElems(fwapi.HostNet(cip.IP).IP, fwapi.ForFamily(pm.Mappings, v4), true) {
+	for _, el := range hairpinElems(fwapi.HostNet(cip.IP).IP, fwapi.ForFamily(pm.Mappings, v4)) {
 		if seen[el.Key] {
 			continue
 		}
@@ -104,21 +104,18 @@ func hairpinChain(o fwapi.Owner, pm *fwapi.PortMaps, v4 bool) nftmodel.Chain {
 	return c
 }
 
-// hairpinElems returns the keys of the hairpin elements of the mappings
-// (container address . protocol . port), in their order: one per
-// container port, and one per range of container ports, ranges that
-// overlap (the same ports mapped from two host addresses) merged, since
-// interval elements must not overlap. With legacy, they are the elements
-// of the verdict maps hairpins and hairpin_ranges; without, keys of
-// hairpin_masq, where a single port inside a range adds nothing.
-func hairpinElems(ip net.IP, ms []fwapi.PortMapping, legacy bool) []nftmodel.Elem {
+// hairpinElems returns the hairpin elements of the mappings (container
+// address . protocol . port), in their order: one per container port
+// (Set "hairpins"), and one per range of container ports ("hairpin_ranges"),
+// ranges that overlap (the same ports mapped from two host addresses)
+// merged, since interval elements must not overlap. The legacy layout
+// writes them as they are; hairpinChains puts their keys in the sets of
+// the data-map layout.
+func hairpinElems(ip net.IP, ms []fwapi.PortMapping) []nftmodel.Elem {
 	var out []nftmodel.Elem
 	var ranges []fwapi.PortMapping
 	for _, m := range ms {
 		if !m.IsRange() {
-			if !legacy && coveredBy(m, ms) {
-				continue
-			}
 			out = append(out, nftmodel.Elem{Set: "hairpins", Key: fmt.Sprintf("%s . %s . %d", ip, m.Protocol, m.ContainerPort)})
 			continue
 		}
@@ -137,14 +134,4 @@ func hairpinElems(ip net.IP, ms []fwapi.PortMapping, legacy bool) []nftmodel.Ele
 		out = append(out, nftmodel.Elem{Set: "hairpin_ranges", Key: fmt.Sprintf("%s . %s . %s", ip, r.Protocol, r.HostPorts())})
 	}
 	return out
-}
-
-// coveredBy reports whether a range of ms holds m's container port.
-func coveredBy(m fwapi.PortMapping, ms []fwapi.PortMapping) bool {
-	for _, r := range ms {
-		if r.IsRange() && r.Protocol == m.Protocol && r.ContainerPort <= m.ContainerPort && m.ContainerPort < r.ContainerPort+r.Range {
-			return true
-		}
-	}
-	return false
 }
