@@ -55,20 +55,7 @@ func (rep *report) measurements(b *strings.Builder) {
 		fmt.Fprintf(b, "| host-local ADD+DEL, %s existing leases | median %.2f ms, p95 %.2f ms |\n", k, s.Median, s.P95)
 	}
 	for _, bu := range rep.Bursts {
-		phase := "ADD"
-		if bu.Check {
-			phase = "ADD+CHECK"
-		}
-		fmt.Fprintf(b, "| burst %d×%d, %s: %s phase ÷ floor's, DEL phase ÷ floor's, errors | %.2f s ÷ %.2f s = %.2f, %.2f s ÷ %.2f s = %.2f, %d (floor %d) |\n",
-			bu.N, bu.K, bu.Chain, phase, bu.AddS, bu.FloorAddS, bu.AddS/bu.FloorAddS, bu.DelS, bu.FloorDelS, bu.DelS/bu.FloorDelS, bu.Errors, bu.FloorErrors)
-		fmt.Fprintf(b, "| burst %d×%d, %s: CPU per pod of the waited-for processes, %s phase, DEL phase (floor's) | %.1f ms (%.1f), %.1f ms (%.1f) |\n",
-			bu.N, bu.K, bu.Chain, phase, bu.AddCPU, bu.FloorAddCPU, bu.DelCPU, bu.FloorDelCPU)
-		fmt.Fprintf(b, "| burst %d×%d, %s: each DEL call of the DEL phase, median and p95 (floor's) | %.1f ms, %.1f ms (%.1f ms, %.1f ms) |\n",
-			bu.N, bu.K, bu.Chain, bu.DelCalls.Median, bu.DelCalls.P95, bu.FloorDelCalls.Median, bu.FloorDelCalls.P95)
-		if bu.FloorDelGroupCPU > 0 {
-			fmt.Fprintf(b, "| burst %d×%d, %s: CPU per pod of the run's cgroup (helpers included), %s phase, DEL phase (floor's) | %.1f ms (%.1f), %.1f ms (%.1f) |\n",
-				bu.N, bu.K, bu.Chain, phase, bu.AddGroupCPU, bu.FloorAddGroupCPU, bu.DelGroupCPU, bu.FloorDelGroupCPU)
-		}
+		burstRows(b, bu)
 	}
 	for _, bn := range rep.Busy {
 		fmt.Fprintf(b, "| busy node, %s, N=%d: ADD median with %d NAT rules ÷ without | %.1f ms ÷ %.1f ms = %.2f |\n",
@@ -149,5 +136,25 @@ func (rep *report) print(o *options) {
 		if err := os.WriteFile(o.out, []byte(md+"\ncommand: "+rep.Command+"\n"), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "cnibench: writing report:", err)
 		}
+	}
+}
+
+// burstRows are the rows of one burst: its phases against the floor's,
+// their CPU, the DEL calls' own times and, with -cgroup-cpu, the CPU of
+// every process of the run.
+func burstRows(b *strings.Builder, bu *Burst) {
+	phase := "ADD"
+	if bu.Check {
+		phase = "ADD+CHECK"
+	}
+	fmt.Fprintf(b, "| burst %d×%d, %s: %s phase ÷ floor's, DEL phase ÷ floor's, errors | %.2f s ÷ %.2f s = %.2f, %.2f s ÷ %.2f s = %.2f, %d (floor %d) |\n",
+		bu.N, bu.K, bu.Chain, phase, bu.AddS, bu.FloorAddS, bu.AddS/bu.FloorAddS, bu.DelS, bu.FloorDelS, bu.DelS/bu.FloorDelS, bu.Errors, bu.FloorErrors)
+	fmt.Fprintf(b, "| burst %d×%d, %s: CPU per pod of the waited-for processes, %s phase, DEL phase (floor's) | %.1f ms (%.1f), %.1f ms (%.1f) |\n",
+		bu.N, bu.K, bu.Chain, phase, bu.AddCPU, bu.FloorAddCPU, bu.DelCPU, bu.FloorDelCPU)
+	fmt.Fprintf(b, "| burst %d×%d, %s: each DEL call of the DEL phase, median and p95 (floor's) | %.1f ms, %.1f ms (%.1f ms, %.1f ms) |\n",
+		bu.N, bu.K, bu.Chain, bu.DelCalls.Median, bu.DelCalls.P95, bu.FloorDelCalls.Median, bu.FloorDelCalls.P95)
+	if bu.FloorDelGroupCPU > 0 {
+		fmt.Fprintf(b, "| burst %d×%d, %s: CPU per pod of the run's cgroup (helpers included), %s phase, DEL phase (floor's) | %.1f ms (%.1f), %.1f ms (%.1f) |\n",
+			bu.N, bu.K, bu.Chain, phase, bu.AddGroupCPU, bu.FloorAddGroupCPU, bu.DelGroupCPU, bu.FloorDelGroupCPU)
 	}
 }
