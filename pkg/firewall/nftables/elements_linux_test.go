@@ -184,3 +184,43 @@ func TestFirstOwnersOfASubnetAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestElementsRepaired: the fixed rules act on the elements alone, so an
+// element deleted, or changed to map elsewhere, by another hand is what
+// CHECK must see and what the next Ensure (the watcher's repair) must put
+// back, with the owner's chain left as it is.
+func TestElementsRepaired(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	fwtest.InNS(t, func() {
+		b := New()
+		o := fwapi.Owner{Plugin: "portmap", Network: "net1", ContainerID: "c1", IfName: "eth0"}
+		r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6 = nil })
+		if err := b.Ensure(ctx, o, r); err != nil {
+			t.Fatal(err)
+		}
+		pm := nftmodel.ChainName(nftmodel.PrefixDNAT, o)
+		for _, tamper := range []string{
+			"delete element ip cnisuite_portmap port_dnat { tcp . 8080 }",
+			"delete element ip cnisuite_portmap port_dnat { tcp . 8080 }; " +
+				`add element ip cnisuite_portmap port_dnat { tcp . 8080 comment "` + pm + `" : 10.88.0.99 . 80 }`,
+		} {
+			if out, err := exec.Command("nft", tamper).CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v: %s", tamper, err, out)
+			}
+			if err := b.Check(ctx, o, r); !errors.Is(err, fwapi.ErrMissing) {
+				t.Errorf("CHECK after %q = %v, want ErrMissing", tamper, err)
+			}
+			if err := b.Ensure(ctx, o, r); err != nil {
+				t.Errorf("Ensure after %q: %v", tamper, err)
+			}
+			if err := b.Check(ctx, o, r); err != nil {
+				t.Errorf("CHECK after the repair of %q: %v", tamper, err)
+			}
+		}
+		if err := b.Remove(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		fwtest.AssertNoOwnerRules(t)
+	})
+}

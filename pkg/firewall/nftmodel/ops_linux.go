@@ -61,9 +61,11 @@ func Ensure(ctx context.Context, conn *netfilter.Conn, o fwapi.Owner, desired []
 }
 
 // dropStrays deletes the elements of data maps and sets that hold a key
-// the desired chains need and whose comment names a ledger chain of ours
-// that no longer exists (an operator deleted it, not its elements): no
-// owner holds them, and they would refuse every later owner of the key. It
+// the desired chains need and that are in the way: an element whose
+// comment names a ledger chain of ours that no longer exists (an operator
+// deleted it, not its elements: no owner holds it, and it would refuse
+// every later owner of the key), or one of the chain's own whose value
+// another hand changed (the plain add that repairs it is refused). It
 // reports whether it deleted any. An element of another existing chain, or
 // without a comment of ours, stays: a conflict.
 func dropStrays(conn *netfilter.Conn, desired []Chain) (bool, error) {
@@ -78,14 +80,18 @@ func dropStrays(conn *netfilter.Conn, desired []Chain) (bool, error) {
 				return false, err
 			}
 			got, found, err := conn.GetElem(c.Table.Proto(), c.Table.Name, el.Set, key, end)
-			if err != nil || !found || got.Comment == c.Name || !isOwnerChain(got.Comment) {
+			if err != nil || !found || !isOwnerChain(got.Comment) {
 				continue
 			}
-			exists, err := conn.ChainExists(c.Table.Proto(), c.Table.Name, got.Comment)
-			if err != nil {
-				return false, types.Errorf(types.ErrIO, "%w", err)
+			drop := got.Comment == c.Name // ours, holding another value
+			if !drop {
+				exists, err := conn.ChainExists(c.Table.Proto(), c.Table.Name, got.Comment)
+				if err != nil {
+					return false, types.Errorf(types.ErrIO, "%w", err)
+				}
+				drop = !exists
 			}
-			if !exists {
+			if drop {
 				batch.DelElemRange(c.Table, el.Set, got.Key, got.End)
 			}
 		}
