@@ -34,6 +34,16 @@ type ConfigureOptions struct {
 // namespace, on a locked thread (see pkg/ns). Every address must name
 // ifname through its interface index.
 //
+// An interface given IPv4 addresses and no IPv6 one has IPv6 turned off
+// (disable_ipv6=1) before it comes up, as Docker does for networks without
+// IPv6 (CVE-2024-32473): nothing on it the user did not ask for — no
+// link-local address, no address a router advertisement on the bridge
+// configures — and none of the multicast a fresh IPv6 interface sends
+// (MLD reports, router solicitations), which a bridge without a multicast
+// querier floods to every other port, so that each pod's start costs all
+// the pods already there. A chained tuning with
+// net.ipv6.conf.IFNAME.disable_ipv6=0 turns it back on.
+//
 // Equivalent to: sysctl ...; ip addr add $ip dev $ifname [nodad]; ip link set
 // $ifname up; ip route append $dst [via $gw] dev $ifname [metric] [table] [mtu] [advmss]
 func ConfigureIface(ctx context.Context, ifname string, res *types.Result, o ConfigureOptions) error {
@@ -49,11 +59,12 @@ func ConfigureIface(ctx context.Context, ifname string, res *types.Result, o Con
 	if err != nil {
 		return err
 	}
-	hasV6 := false
+	hasV4, hasV6 := false, false
 	for _, ip := range ips {
-		hasV6 = hasV6 || ip.Address.IP.To4() == nil
+		v4 := ip.Address.IP.To4() != nil
+		hasV4, hasV6 = hasV4 || v4, hasV6 || !v4
 	}
-	if err := prepareSysctls(d, hasV6, o); err != nil {
+	if err := prepareSysctls(d, hasV4, hasV6, o); err != nil {
 		return err
 	}
 	gws, err := addAddrs(l, ips, o.DAD)
@@ -91,22 +102,26 @@ func ipsOf(ifname string, res *types.Result) ([]*types.IPConfig, error) {
 
 // prepareSysctls writes the interface's settings that differ from what d
 // shows: IPv6 ones through /proc/sys, arp_notify over netlink.
-func prepareSysctls(d *ifconf.DevConf, hasV6 bool, o ConfigureOptions) error {
+func prepareSysctls(d *ifconf.DevConf, hasV4, hasV6 bool, o ConfigureOptions) error {
 	type setting struct {
 		key   string
 		value int
 	}
 	var sets []setting
-	if hasV6 {
-		if err := ifconf.SetUnlessEqual("net/ipv6/conf/lo/disable_ipv6", "0"); err != nil {
-			return err
-		}
-		sets = append(sets, setting{"disable_ipv6", 0}, setting{"keep_addr_on_down", 1})
-	}
-	if o.DAD {
-		sets = append(sets, setting{"enhanced_dad", 1}, setting{"accept_dad", 1})
+	if hasV4 && !hasV6 { // IPv6 off: no address to detect duplicates of either
+		sets = append(sets, setting{"disable_ipv6", 1})
 	} else {
-		sets = append(sets, setting{"accept_dad", 0})
+		if hasV6 {
+			if err := ifconf.SetUnlessEqual("net/ipv6/conf/lo/disable_ipv6", "0"); err != nil {
+				return err
+			}
+			sets = append(sets, setting{"disable_ipv6", 0}, setting{"keep_addr_on_down", 1})
+		}
+		if o.DAD {
+			sets = append(sets, setting{"enhanced_dad", 1}, setting{"accept_dad", 1})
+		} else {
+			sets = append(sets, setting{"accept_dad", 0})
+		}
 	}
 	for _, s := range sets {
 		if err := d.EnsureIPv6(s.key, s.value); err != nil {
