@@ -161,10 +161,13 @@ func (n *criNode) requirePodsGone(pods ...*criPod) {
 }
 
 // conntrackLeft lists the connection-tracking entries naming ip, except
-// closed TCP connections (TIME_WAIT, CLOSE): those only wait out their
-// timer, a new connection replaces them, and no plugin removes them — the
-// reference plugins neither. Live entries, UDP above all, would send a new
-// pod's traffic to the old address. Equivalent to: conntrack -L | grep $ip.
+// closed TCP connections (TIME_WAIT, CLOSE) and ICMP echo exchanges: those
+// only wait out their timer (an echo's 30 s is as long as the wait for
+// leftovers, so whether one is still listed depends on how fast the pods
+// stopped), the next connection or echo makes an entry of its own, and no
+// plugin removes them — the reference plugins neither. Live entries, UDP
+// above all, would send a new pod's traffic to the old address.
+// Equivalent to: conntrack -L | grep $ip.
 func conntrackLeft(run runner, ip string) []string {
 	family := "ipv4"
 	if strings.Contains(ip, ":") {
@@ -176,7 +179,8 @@ func conntrackLeft(run runner, ip string) []string {
 	}
 	var found []string
 	for _, line := range strings.Split(out, "\n") {
-		closed := strings.HasPrefix(line, "tcp") && (strings.Contains(line, " TIME_WAIT ") || strings.Contains(line, " CLOSE "))
+		closed := strings.HasPrefix(line, "tcp") && (strings.Contains(line, " TIME_WAIT ") || strings.Contains(line, " CLOSE ")) ||
+			strings.HasPrefix(line, "icmp") && (strings.Contains(line, " type=8 ") || strings.Contains(line, " type=128 "))
 		if strings.Contains(line, "="+ip+" ") && !closed {
 			found = append(found, "conntrack entry left: "+strings.TrimSpace(line))
 		}
