@@ -5,6 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 )
 
 const benchNet = "bench"
@@ -82,6 +85,52 @@ func removeNetns(paths []string) {
 			fmt.Fprintf(os.Stderr, "cnibench: ip netns del %s: %v: %s\n", filepath.Base(p), err, out)
 		}
 	}
+}
+
+// waitQuiet waits, at most two minutes, until the machine's CPUs are 90 %
+// idle over a second: the kernel tears deleted namespaces down in the
+// background, on the CPUs the next measurement needs.
+func waitQuiet() {
+	start := time.Now()
+	for time.Since(start) < 2*time.Minute {
+		idle0, total0, err0 := cpuTimes()
+		time.Sleep(time.Second)
+		idle1, total1, err1 := cpuTimes()
+		if err0 != nil || err1 != nil {
+			fmt.Fprintf(os.Stderr, "cnibench: reading /proc/stat: %v %v; not waiting\n", err0, err1)
+			return
+		}
+		if total1 > total0 && float64(idle1-idle0) >= 0.9*float64(total1-total0) {
+			fmt.Fprintf(os.Stderr, "cnibench: machine quiet after %.0f s\n", time.Since(start).Seconds())
+			return
+		}
+	}
+	fmt.Fprintln(os.Stderr, "cnibench: machine still busy after 2 minutes; going on")
+}
+
+// cpuTimes returns the idle (idle + iowait) and total jiffies of the
+// machine's CPUs (/proc/stat).
+func cpuTimes() (idle, total uint64, err error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 6 || fields[0] != "cpu" {
+		return 0, 0, fmt.Errorf("unexpected first line %q", line)
+	}
+	for i, f := range fields[1:] {
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("field %d of %q: %w", i+1, line, err)
+		}
+		total += v
+		if i == 3 || i == 4 {
+			idle += v
+		}
+	}
+	return idle, total, nil
 }
 
 // makeNetns creates count named network namespaces under /run/netns.
