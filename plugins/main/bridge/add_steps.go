@@ -63,21 +63,32 @@ func (at *attach) setupVeth(context.Context) error {
 	return nil
 }
 
-// containerSteps orders the container's side of ADD. With enabledad the
-// container interface comes up and its bridge port forwards before any
-// address is added: duplicate address detection must send its probe
-// through the bridge, or it passes on a port that does not forward yet.
-// Without it, addresses go on first and the port is awaited last, which
-// overlaps the port's wait with the address work.
+// containerSteps orders the container's side of ADD. With enabledad and an
+// IPv6 address the container interface comes up and its bridge port
+// forwards before any address is added: duplicate address detection must
+// send its probe through the bridge, or it passes on a port that does not
+// forward yet. Otherwise addresses go on first and the port is awaited
+// last, which overlaps the port's wait with the address work (and an
+// IPv4-only interface has IPv6 off before it is ever up).
 func (at *attach) containerSteps() []func(context.Context) error {
 	configure := at.timed("configureContainer", at.steps.configureContainer)
 	gateway := at.timed("enableGateway", at.steps.enableGateway)
 	port := at.timed("waitPort", at.steps.waitPort)
 	c := at.conf
-	if c.EnableDad && c.hasIPAM() && !c.DisableContainerInterface {
+	if c.EnableDad && c.hasIPAM() && !c.DisableContainerInterface && hasIPv6(at.res) {
 		return []func(context.Context) error{at.timed("containerUp", at.steps.containerUp), port, configure, gateway}
 	}
 	return []func(context.Context) error{configure, gateway, port}
+}
+
+// hasIPv6 reports whether res holds an IPv6 address.
+func hasIPv6(res *types.Result) bool {
+	for _, ip := range res.IPs {
+		if ip.Address.IP.To4() == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // containerUp sets the container interface up, with no address yet.

@@ -56,7 +56,12 @@ func (f *fakeSteps) do(name, inverse string) error {
 func (f *fakeSteps) runIPAM(context.Context) error {
 	_, n, _ := net.ParseCIDR("10.1.0.2/24")
 	n.IP = net.ParseIP("10.1.0.2").To4()
-	f.at.res.IPs = []*types.IPConfig{{Address: *n, Gateway: net.ParseIP("10.1.0.1").To4()}}
+	_, n6, _ := net.ParseCIDR("fd01::2/64") // dual stack: enabledad's order applies
+	n6.IP = net.ParseIP("fd01::2")
+	f.at.res.IPs = []*types.IPConfig{
+		{Address: *n, Gateway: net.ParseIP("10.1.0.1").To4()},
+		{Address: *n6, Gateway: net.ParseIP("fd01::1")},
+	}
 	return f.do("runIPAM", "IPAM ADD")
 }
 func (f *fakeSteps) ensureBridge(context.Context) error { return f.do("ensureBridge", "") }

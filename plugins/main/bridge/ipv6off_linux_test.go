@@ -23,14 +23,17 @@ import (
 func TestIPv6OffOnIPv4OnlyNetworks(t *testing.T) {
 	optIn := `,{"type":"tuning","sysctl":{"net.ipv6.conf.IFNAME.disable_ipv6":"0"}}`
 	tests := []struct {
-		name, ipam, tail string
-		off              bool
+		name, extra, ipam, tail string
+		off                     bool
 	}{
-		{"ipv4_only", hostLocal(t, "10.96.1.0/24"), "", true},
-		{"dual_stack", hostLocal(t, "10.96.2.0/24", "fd96:2::/64"), "", false},
-		{"ipv6_only", hostLocal(t, "fd96:3::/64"), "", false},
-		{"layer_2", "{}", "", false},
-		{"ipv4_only_then_tuning", hostLocal(t, "10.96.5.0/24"), optIn, false},
+		{"ipv4_only", "", hostLocal(t, "10.96.1.0/24"), "", true},
+		{"dual_stack", "", hostLocal(t, "10.96.2.0/24", "fd96:2::/64"), "", false},
+		{"ipv6_only", "", hostLocal(t, "fd96:3::/64"), "", false},
+		{"layer_2", "", "{}", "", false},
+		{"ipv4_only_then_tuning", "", hostLocal(t, "10.96.5.0/24"), optIn, false},
+		// enabledad's order brings the interface up before its addresses:
+		// only for a pod that has an IPv6 address to detect duplicates of.
+		{"ipv4_only_enabledad", `"enabledad":true,`, hostLocal(t, "10.96.6.0/24"), "", true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,8 +41,8 @@ func TestIPv6OffOnIPv4OnlyNetworks(t *testing.T) {
 			sandbox.Require(t)
 			br := "bv6off" + strconv.Itoa(i)
 			sandbox.RemoveLinkAtEnd(t, br)
-			conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":"net-%s","plugins":[{"type":"bridge","bridge":%q,"isGateway":true,"ipam":%s}%s]}`,
-				br, br, tt.ipam, tt.tail)
+			conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":"net-%s","plugins":[{"type":"bridge","bridge":%q,"isGateway":true,%s"ipam":%s}%s]}`,
+				br, br, tt.extra, tt.ipam, tt.tail)
 			n := &testNet{t: t, rt: sandbox.Runtime(t), list: sandbox.ConfList(t, conf), bridge: br}
 			c := n.add("v6")
 			_ = c.ns.Do(func() error {
