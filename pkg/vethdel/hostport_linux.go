@@ -2,6 +2,7 @@ package vethdel
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/vishvananda/netlink"
 
@@ -10,12 +11,17 @@ import (
 )
 
 // DeleteContainerEnd deletes the container interface ifname (in contNS,
-// reached with cont): a veth pair through the helper h without waiting for
-// the kernel's cleanup (DeleteDetached), anything else, or a pair the
-// helper cannot take, at once. A missing interface is success.
+// reached with cont) when it is provably the attachment's: a veth whose
+// host end, in host's namespace, pairs with it and is a port of the bridge
+// called bridge or is called one of hostNames. It goes through the helper h
+// without waiting for the kernel's cleanup (DeleteDetached), or at once
+// when the helper cannot take it. Anything else is left alone — another
+// network's interface that holds the name (the one a failed ADD of this
+// attachment ran into, say) is not ours to delete because an input named
+// it. A missing interface is success.
 //
-// Equivalent to: ip -n $netns link del $ifname
-func (h *Helper) DeleteContainerEnd(host, cont *netlink.Handle, contNS *ns.NetNS, ifname string, step func(string) func()) error {
+// Equivalent to: ip -n $netns link del $ifname (after ip -d link show)
+func (h *Helper) DeleteContainerEnd(host, cont *netlink.Handle, contNS *ns.NetNS, ifname, bridge string, hostNames []string, step func(string) func()) error {
 	l, err := cont.LinkByName(ifname)
 	if err != nil {
 		if link.IsNotFound(err) {
@@ -23,12 +29,38 @@ func (h *Helper) DeleteContainerEnd(host, cont *netlink.Handle, contNS *ns.NetNS
 		}
 		return fmt.Errorf("looking up %q: %w", ifname, err)
 	}
-	if veth, ok := l.(*netlink.Veth); ok {
-		if done, err := h.DeleteDetached(host, cont, contNS, veth, step); done {
-			return err
-		}
+	veth, ok := l.(*netlink.Veth)
+	if !ok || !hostEndOurs(host, veth, contNS, bridge, hostNames) {
+		return nil
+	}
+	if done, err := h.DeleteDetached(host, cont, contNS, veth, step); done {
+		return err
 	}
 	return link.DeleteLink(cont, ifname)
+}
+
+// hostEndOurs reports whether the container end c's peer is a veth of
+// host's namespace that pairs with c (its own peer lives in contNS under
+// c's index) and is a port of bridge or called one of names.
+func hostEndOurs(host *netlink.Handle, c *netlink.Veth, contNS *ns.NetNS, bridge string, names []string) bool {
+	if c.ParentIndex <= 0 {
+		return false
+	}
+	peer, err := host.LinkByIndex(c.ParentIndex)
+	if err != nil {
+		return false
+	}
+	if v, ok := peer.(*netlink.Veth); !ok || v.ParentIndex != c.Index || !peerIn(host, peer, contNS) {
+		return false
+	}
+	if slices.Contains(names, peer.Attrs().Name) {
+		return true
+	}
+	if peer.Attrs().MasterIndex == 0 {
+		return false
+	}
+	br, err := host.LinkByIndex(peer.Attrs().MasterIndex)
+	return err == nil && br.Attrs().Name == bridge
 }
 
 // DeleteHostPort deletes the host veth called name when it is a port of

@@ -98,16 +98,18 @@ func loadDelConf(data []byte, stderr io.Writer) (*NetConf, error) {
 func (at *attach) removeVeth() error {
 	defer at.tm.Step("removeVeth")()
 	a := at.args
+	ours, exact := at.conf.hostVethName(at.args.ContainerID, at.args.IfName)
+	prev := at.prevHostVeth()
 	if at.netns != nil {
-		if err := at.del.DeleteContainerEnd(at.host, at.cont, at.netns, a.IfName, at.tm.Step); err != nil {
+		err := at.del.DeleteContainerEnd(at.host, at.cont, at.netns, a.IfName, at.conf.BrName, []string{ours, prev}, at.tm.Step)
+		if err != nil {
 			return fmt.Errorf("deleting %q in %q: %w", a.IfName, a.Netns, err)
 		}
 	}
 	// A name the pod asked for is no proof of ownership (another link may
 	// hold it): only the hashed name is.
-	ours, exact := at.conf.hostVethName(at.args.ContainerID, at.args.IfName)
 	errs := []error{vethdel.DeleteHostPort(at.host, ours, at.conf.BrName, !exact, at.netns)}
-	if name := at.prevHostVeth(); name != "" && name != ours {
+	if name := prev; name != "" && name != ours {
 		errs = append(errs, vethdel.DeleteHostPort(at.host, name, at.conf.BrName, false, at.netns))
 	}
 	return errors.Join(errs...)

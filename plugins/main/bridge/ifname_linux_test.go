@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -34,6 +35,14 @@ func TestIfnameTakenInContainer(t *testing.T) {
 		if !before[name] && name != n.bridge {
 			t.Errorf("host link %q left by the failed ADD", name)
 		}
+	}
+	// The runtime's DEL after the failed ADD succeeds and leaves the
+	// container's own eth0, which is not this attachment's, alone.
+	if err := n.rt.DelNetworkList(context.Background(), n.list, c.rc); err != nil {
+		t.Errorf("DEL after the failed ADD: %v", err)
+	}
+	if got := containerLinkNames(t, c); strings.Join(got, " ") != "eth0 lo peer0" {
+		t.Errorf("container links after the DEL = %v, want eth0 lo peer0 (its own eth0 untouched)", got)
 	}
 	c.rc.IfName = "net1"
 	res, err := n.tryAdd(c.rc)
