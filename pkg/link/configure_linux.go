@@ -59,11 +59,7 @@ func ConfigureIface(ctx context.Context, ifname string, res *types.Result, o Con
 	if err != nil {
 		return err
 	}
-	hasV4, hasV6 := false, false
-	for _, ip := range ips {
-		v4 := ip.Address.IP.To4() != nil
-		hasV4, hasV6 = hasV4 || v4, hasV6 || !v4
-	}
+	hasV4, hasV6 := AddrFamilies(ips)
 	if err := prepareSysctls(d, hasV4, hasV6, o); err != nil {
 		return err
 	}
@@ -80,6 +76,15 @@ func ConfigureIface(ctx context.Context, ifname string, res *types.Result, o Con
 		}
 	}
 	return addRoutes(l, res.Routes, gws)
+}
+
+// AddrFamilies reports which families the addresses of ips are of.
+func AddrFamilies(ips []*types.IPConfig) (v4, v6 bool) {
+	for _, ip := range ips {
+		isV4 := ip.Address.IP.To4() != nil
+		v4, v6 = v4 || isV4, v6 || !isV4
+	}
+	return v4, v6
 }
 
 // ipsOf returns the addresses of res that belong to ifname.

@@ -75,20 +75,10 @@ func (at *attach) containerSteps() []func(context.Context) error {
 	gateway := at.timed("enableGateway", at.steps.enableGateway)
 	port := at.timed("waitPort", at.steps.waitPort)
 	c := at.conf
-	if c.EnableDad && c.hasIPAM() && !c.DisableContainerInterface && hasIPv6(at.res) {
+	if _, v6 := link.AddrFamilies(at.res.IPs); c.EnableDad && c.hasIPAM() && !c.DisableContainerInterface && v6 {
 		return []func(context.Context) error{at.timed("containerUp", at.steps.containerUp), port, configure, gateway}
 	}
 	return []func(context.Context) error{configure, gateway, port}
-}
-
-// hasIPv6 reports whether res holds an IPv6 address.
-func hasIPv6(res *types.Result) bool {
-	for _, ip := range res.IPs {
-		if ip.Address.IP.To4() == nil {
-			return true
-		}
-	}
-	return false
 }
 
 // containerUp sets the container interface up, with no address yet.
