@@ -30,6 +30,7 @@ var errRefused = errors.New("refused")
 type fakeSteps struct {
 	at                  *attach
 	fail                string
+	v4only              bool // IPAM gives an IPv4 address only
 	mu                  sync.Mutex
 	ran, pushed, undone []string
 }
@@ -62,6 +63,9 @@ func (f *fakeSteps) runIPAM(context.Context) error {
 		{Address: *n, Gateway: net.ParseIP("10.1.0.1").To4()},
 		{Address: *n6, Gateway: net.ParseIP("fd01::1")},
 	}
+	if f.v4only {
+		f.at.res.IPs = f.at.res.IPs[:1]
+	}
 	return f.do("runIPAM", "IPAM ADD")
 }
 func (f *fakeSteps) ensureBridge(context.Context) error { return f.do("ensureBridge", "") }
@@ -90,13 +94,19 @@ func (f *fakeSteps) writeRecord() error                 { return f.do("writeReco
 // fakeAdd runs ADD's order on conf with the step fail failing.
 func fakeAdd(t *testing.T, conf, fail string) (*fakeSteps, error) {
 	t.Helper()
+	return fakeAddWith(t, conf, fail, false)
+}
+
+// fakeAddWith is fakeAdd with an IPAM that gives IPv4 only when v4only.
+func fakeAddWith(t *testing.T, conf, fail string, v4only bool) (*fakeSteps, error) {
+	t.Helper()
 	c, err := loadConf([]byte(conf), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &plugin{records: records.Store{Root: t.TempDir()}}
 	at := &attach{p: p, conf: c, args: &skel.CmdArgs{ContainerID: "c1", IfName: "eth0", StdinData: []byte(conf)}}
-	f := &fakeSteps{at: at, fail: fail}
+	f := &fakeSteps{at: at, fail: fail, v4only: v4only}
 	at.steps = f
 	_, err = at.addOrUndo(context.Background())
 	return f, err
@@ -186,4 +196,20 @@ func TestFailedAddUndoesLastFirst(t *testing.T) {
 		}
 	}
 	golden.Check(t, "add_undo_order", out.String())
+}
+
+// TestEnabledadOrderNeedsIPv6: enabledad brings the container interface up
+// before its addresses only when IPAM gave it an IPv6 address to probe; an
+// IPv4-only pod gets its addresses (and IPv6 off) first, as without it.
+func TestEnabledadOrderNeedsIPv6(t *testing.T) {
+	conf := `{"cniVersion":"1.0.0","name":"n","type":"bridge","enabledad":true,"ipam":{"type":"dhcp"}}`
+	for _, v4only := range []bool{false, true} {
+		f, err := fakeAddWith(t, conf, "", v4only)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if up := slices.Contains(f.ran, "containerUp"); up == v4only {
+			t.Errorf("IPv4 only %v: steps %q; want containerUp first: %v", v4only, f.ran, !v4only)
+		}
+	}
 }
