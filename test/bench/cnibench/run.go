@@ -104,7 +104,7 @@ func runAll(o *options) (*report, error) {
 // (RESULTS.md round 12: 5 → 164 us per open with 1,000 of them; a burst of
 // 110 ADDs paid 31 instead of 25 ms of CPU per pod beside them).
 func trimNetns(o *options, netnses []string, chains []*chain) []string {
-	keep := min(len(netnses), max(o.sizes[0], o.parallel, o.burstN, o.burstAll, o.statusPods, o.busyN, rssSamples))
+	keep := min(len(netnses), restNeeds(o))
 	if keep == len(netnses) {
 		return netnses
 	}
@@ -123,7 +123,7 @@ func namespacesNeeded(o *options) int {
 	if o.criOnly {
 		return 0 // containerd makes the pods' namespaces
 	}
-	maxN := max(o.parallel, o.burstN, o.burstAll)
+	maxN := restNeeds(o)
 	switch {
 	case o.seqOnly:
 		maxN = 0
@@ -134,6 +134,12 @@ func namespacesNeeded(o *options) int {
 		maxN = max(maxN, n)
 	}
 	return maxN
+}
+
+// restNeeds is the number of container namespaces the rows after the
+// sequential pairs use (rest; the in-process row takes the first size's).
+func restNeeds(o *options) int {
+	return max(o.sizes[0], o.parallel, o.burstN, o.burstAll, o.statusPods, o.busyN, rssSamples)
 }
 
 // rest runs every measurement after the sequential pairs.
