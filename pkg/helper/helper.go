@@ -85,7 +85,14 @@ func Run(args, env []string, stdin io.Reader, stderr io.Writer, set Set) (code i
 // Dispatch runs the helper the process was started as and exits with its
 // status; when the process is not a helper request it returns at once and
 // the caller goes on as a plugin (or a test binary).
+//
+// A helper it runs takes the helper's name as its command name (what ps,
+// top and the kernel's exit accounting show): started from
+// /proc/self/exe, it would otherwise be "exe".
 func Dispatch(set Set) {
+	if IsRequest(os.Args) && len(os.Args) > 2 && set[os.Args[2]] != nil {
+		nameProcess(os.Args[2])
+	}
 	if code, handled := Run(os.Args, os.Environ(), os.Stdin, os.Stderr, set); handled {
 		os.Exit(code)
 	}
@@ -99,4 +106,16 @@ func Command(name string, args ...string) *exec.Cmd {
 	cmd.Args = append([]string{filepath.Base(os.Args[0]), Flag, name}, args...)
 	cmd.Env = []string{}
 	return cmd
+}
+
+// commLen is the longest command name the kernel keeps (TASK_COMM_LEN - 1).
+const commLen = 15
+
+// nameProcess sets the process's command name; a failure only leaves the
+// old name.
+func nameProcess(name string) {
+	if len(name) > commLen {
+		name = name[:commLen]
+	}
+	_ = os.WriteFile("/proc/self/comm", []byte(name), 0)
 }

@@ -4,9 +4,36 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
+
+// showName is a helper of this test binary that prints its own command
+// name; its name is longer than the kernel keeps.
+const showName = "show-own-command-name"
+
+func TestMain(m *testing.M) {
+	Dispatch(Set{showName: func([]string, io.Reader) error {
+		comm, err := os.ReadFile("/proc/self/comm")
+		os.Stdout.Write(comm)
+		return err
+	}})
+	os.Exit(m.Run())
+}
+
+// TestHelperTakesItsName: a helper started from /proc/self/exe shows its
+// helper's name (cut to the kernel's 15 bytes) to ps and to the kernel's
+// exit accounting, not "exe".
+func TestHelperTakesItsName(t *testing.T) {
+	out, err := Command(showName).Output()
+	if err != nil {
+		t.Fatalf("helper %s: %v", showName, err)
+	}
+	if got, want := strings.TrimSpace(string(out)), showName[:commLen]; got != want {
+		t.Errorf("helper's command name = %q, want %q", got, want)
+	}
+}
 
 func TestRun(t *testing.T) {
 	var got []string
