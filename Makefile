@@ -85,7 +85,7 @@ bench: deps build tools
 	$(GO) build -o $(TOOLS)/floor ./test/bench/floor
 	$(GO) build -o $(TOOLS)/cnibench ./test/bench/cnibench
 	scripts/reference-plugins.sh $(TOOLS)/reference
-	CNISUITE_BIN=$(BIN) test/bench/cgroup-cpu.sh scripts/sandbox.sh $(TOOLS)/cnibench -bin $(BIN) -tools $(TOOLS) -reference $(TOOLS)/reference $(BENCHFLAGS)
+	CNISUITE_BIN=$(BIN) test/bench/cgroup-cpu.sh $(TOOLS)/cnibench -taskstats-exec scripts/sandbox.sh $(TOOLS)/cnibench -bin $(BIN) -tools $(TOOLS) -reference $(TOOLS)/reference $(BENCHFLAGS)
 
 ## fuzz: the binaries fuzzed with the long budget inside the sandbox (test/fuzz, FUZZ_INPUTS per
 ## plugin, FUZZ_SEED), then every native Go fuzz target (func Fuzz*) for FUZZTIME each

@@ -18,7 +18,8 @@ type cnitool struct {
 	pluginDir string
 	confDir   string
 	network   string
-	cgroupCPU string // the run's cgroup CPU counter ("": none), see cgroupCPU
+	cgroupCPU string   // the run's cgroup CPU counter ("": none), see cgroupCPU
+	exits     *exitLog // the kernel's exit records (nil: none)
 }
 
 // run runs one verb for the container whose namespace is netns, with the
@@ -108,24 +109,32 @@ func (c *cnitool) parallel(netnses []string, portBase int) []error {
 // kubelet does on a drain, a rollout or a node's reboot (k = all), then
 // the DELs the same way. It returns each phase's wall time, the CPU time
 // per pod of the processes the phase waited for (cnitool, the plugins and
-// their IPAM; detached helpers are not counted), and the errors.
+// their IPAM; detached helpers are not counted), of the run's cgroup and
+// by process (both after the helpers the phase left are done), and the
+// errors.
 func (c *cnitool) burst(netnses []string, portBase, k int, check bool) (ph burstPhases, errs []error) {
 	add := []string{"add"}
 	if check {
 		add = append(add, "check")
 	}
 	for _, verbs := range [][]string{add, {"del"}} {
-		cpu0, group0 := childCPU(), c.groupCPU()
+		cpu0, group0, exits0 := childCPU(), c.groupCPU(), c.exits.mark()
 		start := time.Now()
 		perr, walls := c.pool(verbs, netnses, portBase, k)
 		errs = append(errs, perr...)
 		wall := time.Since(start)
+		c.settle()
 		perPod := ms(childCPU()-cpu0) / float64(len(netnses))
 		groupPerPod := ms(c.groupCPU()-group0) / float64(len(netnses))
+		procs, err := c.exits.perPod(exits0, len(netnses))
+		if err != nil {
+			errs = append(errs, err)
+		}
 		if verbs[0] == "add" {
-			ph.add, ph.addCPU, ph.addGroupCPU = wall, perPod, groupPerPod
+			ph.add, ph.addCPU, ph.addGroupCPU, ph.addProcs = wall, perPod, groupPerPod, procs
 		} else {
-			ph.del, ph.delCPU, ph.delGroupCPU, ph.delCalls = wall, perPod, groupPerPod, summarise(walls)
+			ph.del, ph.delCPU, ph.delGroupCPU, ph.delProcs = wall, perPod, groupPerPod, procs
+			ph.delCalls = summarise(walls)
 		}
 	}
 	return ph, errs
@@ -137,7 +146,8 @@ type burstPhases struct {
 	add, del                 time.Duration
 	addCPU, delCPU           float64
 	addGroupCPU, delGroupCPU float64
-	delCalls                 Stats // each pod's DEL, start to answer
+	delCalls                 Stats    // each pod's DEL, start to answer
+	addProcs, delProcs       []PerPod // by command name (nil without exit records)
 }
 
 // groupCPU is the CPU time of the run's cgroup so far (0 without one).

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"cnisuite/test/bench/taskstats"
 )
 
 type options struct {
@@ -32,6 +34,7 @@ type options struct {
 	seqOnly         bool
 	burstsOnly      bool
 	cgroupCPU       string
+	exits           *exitLog
 	reference       string
 	conflist        string
 }
@@ -63,7 +66,11 @@ func parseFlags() (*options, error) {
 	flag.IntVar(&o.statusPods, "status-pods", 100, "pods attached to each chain during its second STATUS row (0: only the row without pods)")
 	flag.BoolVar(&o.rssOnly, "rss-only", false, "measure the plugins' peak memory alone")
 	flag.BoolVar(&o.hostLocalOnly, "host-local-only", false, "measure host-local alone (no chains)")
+	taskstatsFD := flag.Int("taskstats-fd", -1, "a registered TASKSTATS socket (cnibench -taskstats-exec passes one): bursts also report each process's CPU, run-queue wait and times on a CPU, by command name")
 	flag.Parse()
+	if *taskstatsFD >= 0 {
+		o.exits = &exitLog{taskstats.Listen(*taskstatsFD)}
+	}
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 20 {
@@ -86,6 +93,12 @@ func parseFlags() (*options, error) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "-taskstats-exec" {
+		// Outside the sandbox: the kernel sends exit records to sockets of
+		// the initial network namespace only.
+		fmt.Fprintln(os.Stderr, "cnibench:", taskstats.Exec(os.Args[2:]))
+		os.Exit(2)
+	}
 	if os.Getenv("CNISUITE_SANDBOX") != "1" {
 		fmt.Fprintln(os.Stderr, "cnibench: run me inside scripts/sandbox.sh (make bench)")
 		os.Exit(2)

@@ -157,4 +157,13 @@ func burstRows(b *strings.Builder, bu *Burst) {
 		fmt.Fprintf(b, "| burst %d×%d, %s: CPU per pod of the run's cgroup (helpers included), %s phase, DEL phase (floor's) | %.1f ms (%.1f), %.1f ms (%.1f) |\n",
 			bu.N, bu.K, bu.Chain, phase, bu.AddGroupCPU, bu.FloorAddGroupCPU, bu.DelGroupCPU, bu.FloorDelGroupCPU)
 	}
+	for _, ph := range []struct {
+		name         string
+		ours, floors []PerPod
+	}{{phase, bu.AddProcs, bu.FloorAddProcs}, {"DEL", bu.DelProcs, bu.FloorDelProcs}} {
+		if ph.ours != nil {
+			fmt.Fprintf(b, "| burst %d×%d, %s: %s phase by process, per pod: processes, CPU, run-queue wait (ms), times on a CPU (exit records) | %s; floor: %s |\n",
+				bu.N, bu.K, bu.Chain, ph.name, perPodText(ph.ours), perPodText(ph.floors))
+		}
+	}
 }

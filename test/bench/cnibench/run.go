@@ -348,6 +348,11 @@ type Burst struct {
 	DelGroupCPU      float64 `json:"del_cgroup_cpu_ms_per_pod,omitempty"`
 	FloorAddGroupCPU float64 `json:"floor_add_cgroup_cpu_ms_per_pod,omitempty"`
 	FloorDelGroupCPU float64 `json:"floor_del_cgroup_cpu_ms_per_pod,omitempty"`
+	// Each phase's processes by command name, per pod (-taskstats-fd).
+	AddProcs      []PerPod `json:"add_processes,omitempty"`
+	DelProcs      []PerPod `json:"del_processes,omitempty"`
+	FloorAddProcs []PerPod `json:"floor_add_processes,omitempty"`
+	FloorDelProcs []PerPod `json:"floor_del_processes,omitempty"`
 	// Each pod's DEL call in the DEL phase, start to answer.
 	DelCalls      Stats `json:"del_calls"`
 	FloorDelCalls Stats `json:"floor_del_calls"`
@@ -400,18 +405,20 @@ func (rep *report) burst(o *options, floorDir string, floor, c *chain, sh burstS
 		if side == floor {
 			dir = floorDir
 		}
-		tool := &cnitool{tool: filepath.Join(o.tools, "cnitool"), pluginDir: dir, confDir: confDir, network: side.network(), cgroupCPU: o.cgroupCPU}
+		tool := &cnitool{tool: filepath.Join(o.tools, "cnitool"), pluginDir: dir, confDir: confDir, network: side.network(), cgroupCPU: o.cgroupCPU, exits: o.exits}
 		ph, errs := tool.burst(side.netnses[:sh.n], side.portBase, sh.k, sh.check)
 		if side == floor {
 			b.FloorAddS, b.FloorDelS, b.FloorErrors = ph.add.Seconds(), ph.del.Seconds(), len(errs)
 			b.FloorAddCPU, b.FloorDelCPU = ph.addCPU, ph.delCPU
 			b.FloorAddGroupCPU, b.FloorDelGroupCPU = ph.addGroupCPU, ph.delGroupCPU
 			b.FloorDelCalls = ph.delCalls
+			b.FloorAddProcs, b.FloorDelProcs = ph.addProcs, ph.delProcs
 		} else {
 			b.AddS, b.DelS, b.Errors = ph.add.Seconds(), ph.del.Seconds(), len(errs)
 			b.AddCPU, b.DelCPU = ph.addCPU, ph.delCPU
 			b.AddGroupCPU, b.DelGroupCPU = ph.addGroupCPU, ph.delGroupCPU
 			b.DelCalls = ph.delCalls
+			b.AddProcs, b.DelProcs = ph.addProcs, ph.delProcs
 		}
 		for i, err := range errs {
 			if i < 3 {
