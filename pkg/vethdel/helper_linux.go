@@ -150,18 +150,15 @@ func deleteByIndex(h *netlink.Handle, index string) error {
 	return nil
 }
 
-// DeleteDetached deletes the veth pair whose container end is c (in the
-// namespace contNS, reached with cont; host is the host namespace's
-// handle) through the helper, and returns once both ends are gone (see
-// above). step names the phases for a trace (nil: none). It returns false,
-// having done nothing, when there is no helper (h is nil) or c's peer is
-// not a veth of the host namespace.
-func (h *Helper) DeleteDetached(host, cont *netlink.Handle, contNS *ns.NetNS, c *netlink.Veth, step func(string) func()) (bool, error) {
+// deleteDetached deletes the veth pair whose container end is c (in the
+// namespace contNS, reached with cont) through the helper, and returns
+// once both ends are gone (see above). c's peer must be a veth of the host
+// namespace that pairs with c, as DeleteContainerEnd proves before. step
+// names the phases for a trace (nil: none). It returns false, having done
+// nothing, when there is no helper (h is nil).
+func (h *Helper) deleteDetached(cont *netlink.Handle, contNS *ns.NetNS, c *netlink.Veth, step func(string) func()) (bool, error) {
 	peer := c.ParentIndex
 	if h == nil || peer <= 0 {
-		return false, nil
-	}
-	if l, err := host.LinkByIndex(peer); err != nil || l.Type() != "veth" {
 		return false, nil
 	}
 	if step == nil {

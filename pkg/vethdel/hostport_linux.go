@@ -14,7 +14,7 @@ import (
 // reached with cont) when it is provably the attachment's: a veth whose
 // host end, in host's namespace, pairs with it and is a port of the bridge
 // called bridge or is called one of hostNames. It goes through the helper h
-// without waiting for the kernel's cleanup (DeleteDetached), or at once
+// without waiting for the kernel's cleanup (deleteDetached), or at once
 // when the helper cannot take it. Anything else is left alone — another
 // network's interface that holds the name (the one a failed ADD of this
 // attachment ran into, say) is not ours to delete because an input named
@@ -33,7 +33,7 @@ func (h *Helper) DeleteContainerEnd(host, cont *netlink.Handle, contNS *ns.NetNS
 	if !ok || !hostEndOurs(host, veth, contNS, bridge, hostNames) {
 		return nil
 	}
-	if done, err := h.DeleteDetached(host, cont, contNS, veth, step); done {
+	if done, err := h.deleteDetached(cont, contNS, veth, step); done {
 		return err
 	}
 	return link.DeleteLink(cont, ifname)
