@@ -31,9 +31,8 @@ type PerPod struct {
 }
 
 // perPod sums the processes that exited since mark by command name, per
-// pod of the phase. A command with fewer processes than one for every two
-// pods is not one of the chain's: those are summed as "other". It returns
-// nil without exit records, and an error when the kernel dropped some.
+// pod of the phase (perPodRows). It returns nil without exit records, and
+// an error when the kernel dropped some.
 func (e *exitLog) perPod(mark, pods int) ([]PerPod, error) {
 	if e == nil {
 		return nil, nil
@@ -42,6 +41,13 @@ func (e *exitLog) perPod(mark, pods int) ([]PerPod, error) {
 	if lost > 0 {
 		return nil, fmt.Errorf("exit records: the socket overflowed %d times", lost)
 	}
+	return perPodRows(threads, pods), nil
+}
+
+// perPodRows sums threads by process and processes by command name, per
+// pod. A command with fewer processes than one for every two pods is not
+// one of the chain's: those are summed as "other".
+func perPodRows(threads []taskstats.Thread, pods int) []PerPod {
 	n := float64(pods)
 	var out []PerPod
 	other := PerPod{Comm: "other"}
@@ -61,7 +67,7 @@ func (e *exitLog) perPod(mark, pods int) ([]PerPod, error) {
 	if other.Processes > 0 {
 		out = append(out, other)
 	}
-	return out, nil
+	return out
 }
 
 // perPodText is a phase's processes for the report: name, processes per

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"cnisuite/test/bench/taskstats"
+)
+
+// perPodRows lists the chain's commands per pod, most CPU first, and sums
+// what ran less than once for every two pods as "other".
+func TestPerPodRows(t *testing.T) {
+	ms := time.Millisecond
+	var threads []taskstats.Thread
+	for pod := uint32(0); pod < 4; pod++ {
+		base := 1000 + 10*pod
+		threads = append(threads,
+			taskstats.Thread{Comm: "bridge", PID: base, TGID: base, CPU: 8 * ms, Runs: 200},
+			taskstats.Thread{Comm: "bridge", PID: base + 1, TGID: base, CPU: 2 * ms, Runs: 40},
+			taskstats.Thread{Comm: "tuning", PID: base + 2, TGID: base + 2, CPU: 4 * ms, Runs: 90},
+		)
+	}
+	for pod := uint32(0); pod < 3; pod++ { // a helper most pods' calls started
+		threads = append(threads, taskstats.Thread{Comm: "bridge-veth-del", PID: 2000 + pod, TGID: 2000 + pod, CPU: ms, Runs: 8})
+	}
+	threads = append(threads, taskstats.Thread{Comm: "cron", PID: 9, TGID: 9, CPU: 2 * ms, Runs: 4})
+	rows := perPodRows(threads, 4)
+	want := []PerPod{
+		{Comm: "bridge", Processes: 1, CPUMs: 10, Runs: 240},
+		{Comm: "tuning", Processes: 1, CPUMs: 4, Runs: 90},
+		{Comm: "bridge-veth-del", Processes: 0.75, CPUMs: 0.75, Runs: 6},
+		{Comm: "other", Processes: 0.25, CPUMs: 0.5, Runs: 1},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("perPodRows = %+v, want %+v", rows, want)
+	}
+	for i := range want {
+		if rows[i] != want[i] {
+			t.Errorf("row %d = %+v, want %+v", i, rows[i], want[i])
+		}
+	}
+}
