@@ -15,15 +15,15 @@ func TestPerPodRows(t *testing.T) {
 	for pod := uint32(0); pod < 4; pod++ {
 		base := 1000 + 10*pod
 		threads = append(threads,
-			taskstats.Thread{Comm: "bridge", PID: base, TGID: base, CPU: 8 * ms, Runs: 200},
-			taskstats.Thread{Comm: "bridge", PID: base + 1, TGID: base, CPU: 2 * ms, Runs: 40},
-			taskstats.Thread{Comm: "tuning", PID: base + 2, TGID: base + 2, CPU: 4 * ms, Runs: 90},
+			taskstats.Thread{Comm: "bridge", PID: base, TGID: base, Usage: taskstats.Usage{CPU: 8 * ms, Runs: 200}},
+			taskstats.Thread{Comm: "bridge", PID: base + 1, TGID: base, Usage: taskstats.Usage{CPU: 2 * ms, Runs: 40}},
+			taskstats.Thread{Comm: "tuning", PID: base + 2, TGID: base + 2, Usage: taskstats.Usage{CPU: 4 * ms, Runs: 90}},
 		)
 	}
 	for pod := uint32(0); pod < 3; pod++ { // a helper most pods' calls started
-		threads = append(threads, taskstats.Thread{Comm: "bridge-veth-del", PID: 2000 + pod, TGID: 2000 + pod, CPU: ms, Runs: 8})
+		threads = append(threads, taskstats.Thread{Comm: "bridge-veth-del", PID: 2000 + pod, TGID: 2000 + pod, Usage: taskstats.Usage{CPU: ms, Runs: 8}})
 	}
-	threads = append(threads, taskstats.Thread{Comm: "cron", PID: 9, TGID: 9, CPU: 2 * ms, Runs: 4})
+	threads = append(threads, taskstats.Thread{Comm: "cron", PID: 9, TGID: 9, Usage: taskstats.Usage{CPU: 2 * ms, Runs: 4}})
 	rows := perPodRows(threads, 4)
 	want := []PerPod{
 		{Comm: "bridge", Processes: 1, CPUMs: 10, Runs: 240},

@@ -5,15 +5,28 @@ import (
 	"time"
 )
 
+// Usage is what the exit records count, for a thread or summed.
+type Usage struct {
+	CPU        time.Duration // on a CPU (sum_exec_runtime)
+	Wait       time.Duration // runnable, waiting for a CPU
+	Runs       uint64        // times put on a CPU
+	MinorFault uint64
+}
+
+func (u *Usage) add(v Usage) {
+	u.CPU += v.CPU
+	u.Wait += v.Wait
+	u.Runs += v.Runs
+	u.MinorFault += v.MinorFault
+}
+
 // Process is the threads of one process summed.
 type Process struct {
 	Comm       string // the main thread's (a thread's when the main one is not among the records)
 	TGID, PPID uint32
 	Threads    int
-	CPU, Wait  time.Duration
-	Runs       uint64
-	MinorFault uint64
 	PeakRSSKB  uint64
+	Usage
 }
 
 // Processes sums threads by process, in the order their first thread
@@ -26,27 +39,17 @@ func Processes(threads []Thread) []Process {
 }
 
 func byProcess(threads []Thread) []Process {
-	index := map[uint32]int{}
-	var out []Process
+	g := grouping[uint32, Process]{}
 	for _, t := range threads {
-		i, ok := index[t.TGID]
-		if !ok {
-			i = len(out)
-			index[t.TGID] = i
-			out = append(out, Process{Comm: t.Comm, TGID: t.TGID, PPID: t.PPID})
-		}
-		p := &out[i]
+		p := g.slot(t.TGID, func() Process { return Process{Comm: t.Comm, TGID: t.TGID, PPID: t.PPID} })
 		if t.PID == t.TGID {
 			p.Comm, p.PPID = t.Comm, t.PPID
 		}
 		p.Threads++
-		p.CPU += t.CPU
-		p.Wait += t.Wait
-		p.Runs += t.Runs
-		p.MinorFault += t.MinorFault
+		p.add(t.Usage)
 		p.PeakRSSKB = max(p.PeakRSSKB, t.PeakRSSKB)
 	}
-	return out
+	return g.out
 }
 
 func foldForks(procs []Process) []Process {
@@ -54,53 +57,57 @@ func foldForks(procs []Process) []Process {
 	for i, p := range procs {
 		index[p.TGID] = i
 	}
-	keep := procs[:0:0]
+	var keep []uint32
 	for _, p := range procs {
 		i, ok := index[p.PPID]
 		if p.Threads != 1 || !ok || procs[i].Comm != p.Comm {
-			keep = append(keep, p)
+			keep = append(keep, p.TGID)
 			continue
 		}
-		parent := &procs[i]
-		parent.CPU += p.CPU
-		parent.Wait += p.Wait
-		parent.Runs += p.Runs
-		parent.MinorFault += p.MinorFault
+		procs[i].add(p.Usage)
 	}
-	// keep holds copies made before their parents took their forks in
-	for i, p := range keep {
-		keep[i] = procs[index[p.TGID]]
+	out := make([]Process, len(keep))
+	for i, tgid := range keep {
+		out[i] = procs[index[tgid]]
 	}
-	return keep
+	return out
 }
 
 // Command is the processes of one command name summed.
 type Command struct {
-	Comm       string
-	Processes  int
-	CPU, Wait  time.Duration
-	Runs       uint64
-	MinorFault uint64
+	Comm      string
+	Processes int
+	Usage
 }
 
 // ByCommand sums processes by command name, most CPU first.
 func ByCommand(procs []Process) []Command {
-	index := map[string]int{}
-	var out []Command
+	g := grouping[string, Command]{}
 	for _, p := range procs {
-		i, ok := index[p.Comm]
-		if !ok {
-			i = len(out)
-			index[p.Comm] = i
-			out = append(out, Command{Comm: p.Comm})
-		}
-		c := &out[i]
+		c := g.slot(p.Comm, func() Command { return Command{Comm: p.Comm} })
 		c.Processes++
-		c.CPU += p.CPU
-		c.Wait += p.Wait
-		c.Runs += p.Runs
-		c.MinorFault += p.MinorFault
+		c.add(p.Usage)
 	}
-	sort.SliceStable(out, func(a, b int) bool { return out[a].CPU > out[b].CPU })
-	return out
+	sort.SliceStable(g.out, func(a, b int) bool { return g.out[a].CPU > g.out[b].CPU })
+	return g.out
+}
+
+// grouping collects one T per key, in the order the keys first appear.
+type grouping[K comparable, T any] struct {
+	index map[K]int
+	out   []T
+}
+
+// slot returns key's T, made by fresh when key is new.
+func (g *grouping[K, T]) slot(key K, fresh func() T) *T {
+	if g.index == nil {
+		g.index = map[K]int{}
+	}
+	i, ok := g.index[key]
+	if !ok {
+		i = len(g.out)
+		g.index[key] = i
+		g.out = append(g.out, fresh())
+	}
+	return &g.out[i]
 }

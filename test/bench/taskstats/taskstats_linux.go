@@ -147,14 +147,11 @@ func register(fd int, family uint16, cpus string) error {
 
 // Thread is one exit record.
 type Thread struct {
-	Comm       string
-	PID, TGID  uint32 // thread and process
-	PPID       uint32
-	CPU        time.Duration // on a CPU (sum_exec_runtime)
-	Runs       uint64        // times put on a CPU
-	Wait       time.Duration // runnable, waiting for a CPU
-	MinorFault uint64
-	PeakRSSKB  uint64
+	Comm      string
+	PID, TGID uint32 // thread and process
+	PPID      uint32
+	PeakRSSKB uint64
+	Usage
 }
 
 // Offsets in struct taskstats (linux/taskstats.h; the struct only grows).
@@ -211,15 +208,17 @@ func parseAggr(b []byte) (Thread, error) {
 		}
 		le := binary.LittleEndian
 		t = Thread{
-			Comm:       string(bytes.TrimRight(s[offComm:offComm+commBytes], "\x00")),
-			PID:        le.Uint32(s[offPID:]),
-			TGID:       le.Uint32(s[offTGID:]),
-			PPID:       le.Uint32(s[offPPID:]),
-			CPU:        time.Duration(le.Uint64(s[offCPU:])),
-			Runs:       le.Uint64(s[offRuns:]),
-			Wait:       time.Duration(le.Uint64(s[offWait:])),
-			MinorFault: le.Uint64(s[offMinflt:]),
-			PeakRSSKB:  le.Uint64(s[offHiwater:]),
+			Comm:      string(bytes.TrimRight(s[offComm:offComm+commBytes], "\x00")),
+			PID:       le.Uint32(s[offPID:]),
+			TGID:      le.Uint32(s[offTGID:]),
+			PPID:      le.Uint32(s[offPPID:]),
+			PeakRSSKB: le.Uint64(s[offHiwater:]),
+			Usage: Usage{
+				CPU:        time.Duration(le.Uint64(s[offCPU:])),
+				Wait:       time.Duration(le.Uint64(s[offWait:])),
+				Runs:       le.Uint64(s[offRuns:]),
+				MinorFault: le.Uint64(s[offMinflt:]),
+			},
 		}
 	}
 	return t, nd.Err()

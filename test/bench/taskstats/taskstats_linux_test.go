@@ -73,7 +73,7 @@ func TestParseAndSum(t *testing.T) {
 	if len(procs) != 3 {
 		t.Fatalf("Processes = %+v, want 3 (the fork counted in its parent)", procs)
 	}
-	want := Process{Comm: "bridge", TGID: 100, PPID: 9, Threads: 2, CPU: 6 * ms, Wait: 3 * ms, Runs: 9, MinorFault: 210, PeakRSSKB: 6400}
+	want := Process{Comm: "bridge", TGID: 100, PPID: 9, Threads: 2, PeakRSSKB: 6400, Usage: Usage{CPU: 6 * ms, Wait: 3 * ms, Runs: 9, MinorFault: 210}}
 	if procs[0] != want {
 		t.Errorf("process 100 = %+v, want %+v", procs[0], want)
 	}
