@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,7 +57,7 @@ func Exec(args []string) error {
 	if len(args) == 0 {
 		return errors.New("taskstats: no command to run")
 	}
-	path, err := lookPath(args[0])
+	path, err := exec.LookPath(args[0])
 	if err != nil {
 		return err
 	}
@@ -67,18 +68,6 @@ func Exec(args []string) error {
 		argv = append(argv, FDFlag, strconv.Itoa(fd))
 	}
 	return syscall.Exec(path, argv, os.Environ())
-}
-
-func lookPath(name string) (string, error) {
-	if strings.Contains(name, "/") {
-		return name, nil
-	}
-	for _, dir := range strings.Split(os.Getenv("PATH"), ":") {
-		if p := dir + "/" + name; unix.Access(p, unix.X_OK) == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("taskstats: %s not found in PATH", name)
 }
 
 // open returns a registered socket that survives exec.
