@@ -9,8 +9,8 @@ import (
 )
 
 // exitLog splits a phase's CPU by process with the kernel's exit records
-// (-taskstats-fd, make bench's test/bench/cgroup-cpu.sh passes one); nil
-// when they are not read.
+// (-taskstats-fd, which make bench's "cnibench -taskstats-exec" passes);
+// nil when they are not read.
 type exitLog struct{ l *taskstats.Listener }
 
 func (e *exitLog) mark() int {
@@ -48,26 +48,26 @@ func (e *exitLog) perPod(mark, pods int) ([]PerPod, error) {
 // pod. A command with fewer processes than one for every two pods is not
 // one of the chain's: those are summed as "other".
 func perPodRows(threads []taskstats.Thread, pods int) []PerPod {
-	n := float64(pods)
 	var out []PerPod
-	other := PerPod{Comm: "other"}
+	other := taskstats.Command{Comm: "other"}
 	for _, c := range taskstats.ByCommand(taskstats.Processes(threads)) {
-		row := PerPod{Comm: c.Comm, Processes: float64(c.Processes) / n, CPUMs: ms(c.CPU) / n,
-			WaitMs: ms(c.Wait) / n, Runs: float64(c.Runs) / n, Faults: float64(c.MinorFault) / n}
 		if 2*c.Processes >= pods {
-			out = append(out, row)
+			out = append(out, perPodRow(c, pods))
 			continue
 		}
-		other.Processes += row.Processes
-		other.CPUMs += row.CPUMs
-		other.WaitMs += row.WaitMs
-		other.Runs += row.Runs
-		other.Faults += row.Faults
+		other.Processes += c.Processes
+		other.Add(c.Usage)
 	}
 	if other.Processes > 0 {
-		out = append(out, other)
+		out = append(out, perPodRow(other, pods))
 	}
 	return out
+}
+
+func perPodRow(c taskstats.Command, pods int) PerPod {
+	n := float64(pods)
+	return PerPod{Comm: c.Comm, Processes: float64(c.Processes) / n, CPUMs: ms(c.CPU) / n,
+		WaitMs: ms(c.Wait) / n, Runs: float64(c.Runs) / n, Faults: float64(c.MinorFault) / n}
 }
 
 // perPodText is a phase's processes for the report: name, processes per

@@ -13,7 +13,8 @@ type Usage struct {
 	MinorFault uint64
 }
 
-func (u *Usage) add(v Usage) {
+// Add adds v's counters to u's.
+func (u *Usage) Add(v Usage) {
 	u.CPU += v.CPU
 	u.Wait += v.Wait
 	u.Runs += v.Runs
@@ -46,7 +47,7 @@ func byProcess(threads []Thread) []Process {
 			p.Comm, p.PPID = t.Comm, t.PPID
 		}
 		p.Threads++
-		p.add(t.Usage)
+		p.Add(t.Usage)
 		p.PeakRSSKB = max(p.PeakRSSKB, t.PeakRSSKB)
 	}
 	return g.out
@@ -64,7 +65,7 @@ func foldForks(procs []Process) []Process {
 			keep = append(keep, p.TGID)
 			continue
 		}
-		procs[i].add(p.Usage)
+		procs[i].Add(p.Usage)
 	}
 	out := make([]Process, len(keep))
 	for i, tgid := range keep {
@@ -86,7 +87,7 @@ func ByCommand(procs []Process) []Command {
 	for _, p := range procs {
 		c := g.slot(p.Comm, func() Command { return Command{Comm: p.Comm} })
 		c.Processes++
-		c.add(p.Usage)
+		c.Add(p.Usage)
 	}
 	sort.SliceStable(g.out, func(a, b int) bool { return g.out[a].CPU > g.out[b].CPU })
 	return g.out
