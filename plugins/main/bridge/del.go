@@ -109,8 +109,8 @@ func (at *attach) removeVeth() error {
 	// A name the pod asked for is no proof of ownership (another link may
 	// hold it): only the hashed name is.
 	errs := []error{vethdel.DeleteHostPort(at.host, ours, at.conf.BrName, !exact, at.netns)}
-	if name := prev; name != "" && name != ours {
-		errs = append(errs, vethdel.DeleteHostPort(at.host, name, at.conf.BrName, false, at.netns))
+	if prev != "" && prev != ours {
+		errs = append(errs, vethdel.DeleteHostPort(at.host, prev, at.conf.BrName, false, at.netns))
 	}
 	return errors.Join(errs...)
 }
