@@ -53,13 +53,15 @@ func hostEndOurs(host *netlink.Handle, c *netlink.Veth, contNS *ns.NetNS, bridge
 	if v, ok := peer.(*netlink.Veth); !ok || v.ParentIndex != c.Index || !peerIn(host, peer, contNS) {
 		return false
 	}
-	if slices.Contains(names, peer.Attrs().Name) {
-		return true
-	}
-	if peer.Attrs().MasterIndex == 0 {
+	return slices.Contains(names, peer.Attrs().Name) || portOf(host, peer, bridge)
+}
+
+// portOf reports whether l is a port of the bridge called bridge.
+func portOf(h *netlink.Handle, l netlink.Link, bridge string) bool {
+	if l.Attrs().MasterIndex == 0 {
 		return false
 	}
-	br, err := host.LinkByIndex(peer.Attrs().MasterIndex)
+	br, err := h.LinkByIndex(l.Attrs().MasterIndex)
 	return err == nil && br.Attrs().Name == bridge
 }
 
@@ -79,11 +81,7 @@ func DeleteHostPort(h *netlink.Handle, name, bridge string, byOurName bool, cont
 		}
 		return fmt.Errorf("looking up host veth %q: %w", name, err)
 	}
-	if _, ok := l.(*netlink.Veth); !ok || l.Attrs().MasterIndex == 0 {
-		return nil
-	}
-	br, err := h.LinkByIndex(l.Attrs().MasterIndex)
-	if err != nil || br.Attrs().Name != bridge {
+	if _, ok := l.(*netlink.Veth); !ok || !portOf(h, l, bridge) {
 		return nil // not a port of our bridge: not ours to delete
 	}
 	if !byOurName && !peerIn(h, l, contNS) {
