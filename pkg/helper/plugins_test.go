@@ -35,7 +35,7 @@ func TestPluginsRefuseStrayRequests(t *testing.T) {
 		{"old_variables_version", nil, append([]string{"CNI_COMMAND=VERSION"}, oldVariables...), `{"cniVersion":"1.0.0"}`, 0, "supportedVersions"},
 		{"old_variables_broken_add", nil, append([]string{"CNI_COMMAND=ADD"}, oldVariables...), `{}`, -1, `"code"`},
 		{"unknown_helper", []string{helper.Flag, "bogus"}, nil, "", 2, "unknown helper"},
-		{"request_with_cni_command", []string{helper.Flag, "netfilter-linger"}, []string{"CNI_COMMAND=DEL"}, "", 2, "CNI_COMMAND"},
+		{"request_with_cni_command", []string{helper.Flag, "cnisuite-sitter"}, []string{"CNI_COMMAND=DEL"}, "", 2, "CNI_COMMAND"},
 	}
 	for _, plugin := range []string{"bridge", "portmap", "host-local", "tuning", "loopback"} {
 		for _, tt := range tests {

@@ -8,20 +8,21 @@ import (
 
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/ns"
+	"cnisuite/pkg/sitter"
 )
 
 // DeleteContainerEnd deletes the container interface ifname (in contNS,
 // reached with cont) when it is provably the attachment's: a veth whose
 // host end, in host's namespace, pairs with it and is a port of the bridge
-// called bridge or is called one of hostNames. It goes through the helper h
+// called bridge or is called one of hostNames. It goes through the sitter s
 // without waiting for the kernel's cleanup (deleteDetached), or at once
-// when the helper cannot take it. Anything else is left alone — another
+// when no sitter takes it (s nil: never). Anything else is left alone — another
 // network's interface that holds the name (the one a failed ADD of this
 // attachment ran into, say) is not ours to delete because an input named
 // it. A missing interface is success.
 //
 // Equivalent to: ip -n $netns link del $ifname (after ip -d link show)
-func (h *Helper) DeleteContainerEnd(host, cont *netlink.Handle, contNS *ns.NetNS, ifname, bridge string, hostNames []string, step func(string) func()) error {
+func DeleteContainerEnd(s *sitter.Client, host, cont *netlink.Handle, contNS *ns.NetNS, ifname, bridge string, hostNames []string, step func(string) func()) error {
 	l, err := cont.LinkByName(ifname)
 	if err != nil {
 		if link.IsNotFound(err) {
@@ -33,7 +34,7 @@ func (h *Helper) DeleteContainerEnd(host, cont *netlink.Handle, contNS *ns.NetNS
 	if !ok || !hostEndOurs(host, veth, contNS, bridge, hostNames) {
 		return nil
 	}
-	if done, err := h.deleteDetached(cont, contNS, veth, step); done {
+	if done, err := deleteDetached(s, cont, contNS, veth, step); done {
 		return err
 	}
 	return link.DeleteLink(cont, ifname)

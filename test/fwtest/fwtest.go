@@ -15,14 +15,15 @@ import (
 
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/helper"
-	"cnisuite/pkg/netfilter"
+	"cnisuite/pkg/sitter"
 	"cnisuite/test/sandbox"
 )
 
 // Main is the TestMain of a package whose tests delete nftables objects:
-// it answers the helper requests of pkg/netfilter, then runs the tests.
+// it answers the helper requests of pkg/netfilter (the sitter), then runs
+// the tests.
 func Main(m *testing.M) {
-	helper.Dispatch(helper.Set{netfilter.LingerHelper: netfilter.Linger})
+	helper.Dispatch(helper.Set{sitter.HelperName: sitter.Serve})
 	os.Exit(m.Run())
 }
 

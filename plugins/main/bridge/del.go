@@ -9,6 +9,7 @@ import (
 	"cnisuite/pkg/concurrent"
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/invoke"
+	"cnisuite/pkg/sitter"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/sysctlkeep"
 	"cnisuite/pkg/types"
@@ -25,15 +26,17 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	// Started before anything else, so that its start-up overlaps ours.
-	h := vethdel.Start(a.Netns)
-	defer h.Release()
+	// Connected (or started) before anything else, so that a sitter's
+	// start-up overlaps ours.
+	if a.Netns != "" {
+		sitter.Default().Warm()
+	}
 	at, err := p.open(conf, a, false)
 	if err != nil {
 		return err
 	}
 	defer at.close()
-	at.del = h
+	at.del = sitter.Default()
 	// The three removals are independent, and run at the same time: deleting
 	// a veth returns only after the kernel's RCU barrier (10-25 ms here,
 	// whatever else happens), time in which the lease and the rules go.
@@ -101,7 +104,7 @@ func (at *attach) removeVeth() error {
 	ours, exact := at.conf.hostVethName(at.args.ContainerID, at.args.IfName)
 	prev := at.prevHostVeth()
 	if at.netns != nil {
-		err := at.del.DeleteContainerEnd(at.host, at.cont, at.netns, a.IfName, at.conf.BrName, []string{ours, prev}, at.tm.Step)
+		err := vethdel.DeleteContainerEnd(at.del, at.host, at.cont, at.netns, a.IfName, at.conf.BrName, []string{ours, prev}, at.tm.Step)
 		if err != nil {
 			return fmt.Errorf("deleting %q in %q: %w", a.IfName, a.Netns, err)
 		}

@@ -13,8 +13,8 @@ import (
 	"cnisuite/pkg/helper"
 	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/resync"
+	"cnisuite/pkg/sitter"
 	"cnisuite/pkg/skel"
-	"cnisuite/pkg/vethdel"
 	"cnisuite/plugins/ipam/host-local/hostlocal"
 )
 
@@ -28,11 +28,12 @@ const portTimeout = 5 * time.Second
 
 func main() {
 	p := &plugin{newRules: firewall.New, portTimeout: portTimeout}
-	helpers := vethdel.Helpers()
-	helpers[resync.HelperName] = func(args []string, _ io.Reader) error {
-		return resync.Serve(context.Background(), firewall.PluginBridge, args, os.Stdout, p.repair)
-	}
-	helper.Dispatch(helpers) // a helper request runs and exits here
+	helper.Dispatch(helper.Set{ // a helper request runs and exits here
+		sitter.HelperName: sitter.Serve,
+		resync.HelperName: func(args []string, _ io.Reader) error {
+			return resync.Serve(context.Background(), firewall.PluginBridge, args, os.Stdout, p.repair)
+		},
+	})
 	// The host-local built with bridge runs in bridge's process (pkg/invoke).
 	invoke.InProcess("host-local", hostLocalBuildID, hostlocal.Plugin())
 	skel.Main(&skel.Plugin{

@@ -13,10 +13,10 @@ import (
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/records"
+	"cnisuite/pkg/sitter"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/undo"
-	"cnisuite/pkg/vethdel"
 )
 
 // plugin holds what the commands depend on beyond their arguments.
@@ -49,8 +49,8 @@ type attach struct {
 	// hostLink is the host veth as last read (ADD).
 	hostLink netlink.Link
 	tm       *calllog.StepTimer // nil unless tracing
-	// del is DEL's helper (pkg/vethdel); nil otherwise.
-	del *vethdel.Helper
+	// del is DEL's sitter client (pkg/sitter); nil otherwise.
+	del *sitter.Client
 	// steps are ADD's: the attachment itself but in tests.
 	steps addSteps
 }

@@ -10,17 +10,18 @@ import (
 
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/helper"
-	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/resync"
+	"cnisuite/pkg/sitter"
 	"cnisuite/pkg/skel"
 )
 
 func main() {
 	// A helper request runs and exits here: the netfilter socket of a DEL
-	// that removed rules lingers in a helper (see pkg/netfilter).
+	// that removed rules goes to the node's sitter (see pkg/netfilter),
+	// which may be started from this binary.
 	p := &plugin{newBackend: firewall.New, host: linuxHost{}}
 	helper.Dispatch(helper.Set{
-		netfilter.LingerHelper: netfilter.Linger,
+		sitter.HelperName: sitter.Serve,
 		resync.HelperName: func(args []string, _ io.Reader) error {
 			return resync.Serve(context.Background(), firewall.PluginPortmap, args, os.Stdout, p.repair)
 		},
