@@ -1,4 +1,4 @@
-// Package helper runs the short-lived helper processes a plugin starts from
+// Package helper runs the helper processes a plugin starts from
 // its own binary, and dispatches them explicitly: a plugin's main calls
 // Dispatch first, with the helpers that binary has, and a test package whose
 // code starts helpers does the same in its TestMain.
@@ -12,12 +12,8 @@
 // binary that forgot its TestMain rejects Flag as an undefined flag instead
 // of running its tests in the child.
 //
-// Helpers exist because two kernel waits follow work that is already done:
-// deleting a veth pair waits in rcu_barrier() after both ends are unlisted
-// and announced gone, and closing a netfilter socket after a deleting
-// transaction waits for an RCU grace period after the commit. A helper sits
-// out the wait, the plugin answers at once (test/bench/RESULTS.md, round 1:
-// bridge DEL 37 → 12–13 ms, a deleting netfilter call 5–20 ms less).
+// The helpers are the node's sitter (pkg/sitter), which sits out the
+// kernel's waits after a DEL's work is done, and the repairs of pkg/resync.
 package helper
 
 import (

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -46,12 +48,14 @@ func (e *exitLog) perPod(mark, pods int) ([]PerPod, error) {
 
 // perPodRows sums threads by process and processes by command name, per
 // pod. A command with fewer processes than one for every two pods is not
-// one of the chain's: those are summed as "other".
+// one of the chain's, and is summed as "other" — unless it is a helper of
+// ours (its name starts "cnisuite-"), such as the sitter, one process for
+// a whole burst.
 func perPodRows(threads []taskstats.Thread, pods int) []PerPod {
 	var out []PerPod
 	other := taskstats.Command{Comm: "other"}
 	for _, c := range taskstats.ByCommand(taskstats.Processes(threads)) {
-		if 2*c.Processes >= pods {
+		if 2*c.Processes >= pods || strings.HasPrefix(c.Comm, "cnisuite-") {
 			out = append(out, perPodRow(c, pods))
 			continue
 		}
@@ -80,13 +84,17 @@ func perPodText(rows []PerPod) string {
 	return strings.Join(parts, ", ")
 }
 
-// settle waits, up to 3 s, until what a phase left running (the helpers
-// that outlive their plugin) is done: neither the run's cgroup CPU nor the
-// exit records move for 150 ms. Without either measurement it returns at
-// once. The phase's wall time is taken before.
+// settle waits until what a phase left running is done: the sitter
+// (pkg/sitter), which exits after its idle time, up to 5 s; then, up to
+// 3 s, anything else, until neither the run's cgroup CPU nor the exit
+// records move for 150 ms. Without either measurement it returns at once.
+// The phase's wall time is taken before.
 func (c *cnitool) settle() {
 	if c.cgroupCPU == "" && c.exits == nil {
 		return
+	}
+	for end := time.Now().Add(5 * time.Second); sitterListens() && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond)
 	}
 	deadline := time.Now().Add(3 * time.Second)
 	cpu, exits := c.groupCPU(), c.exits.mark()
@@ -100,4 +108,11 @@ func (c *cnitool) settle() {
 		}
 		cpu, exits = cpu2, exits2
 	}
+}
+
+// sitterListens reports whether a sitter listens in this network
+// namespace: its abstract socket name shows in /proc/net/unix.
+func sitterListens() bool {
+	b, err := os.ReadFile("/proc/net/unix")
+	return err == nil && bytes.Contains(b, []byte(" @cnisuite-sitter-"))
 }
