@@ -56,18 +56,31 @@ func (c *Client) Warm() {
 	}()
 }
 
-// Hold hands fd to the sitter, which closes it, and closes this
-// process's copy: the kernel's wait at the last close is the sitter's.
-// When no sitter answers, it starts one that inherits fd. false, with fd
-// left open, when neither worked.
+// Hold hands fd to the sitter, closes this process's copy, then lets the
+// sitter close its own: the kernel's wait at the last close is the
+// sitter's. When no sitter answers, it starts one that inherits fd. false,
+// with fd left open, when neither worked.
 func (c *Client) Hold(fd int) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.send(false, []byte{opClose}, fd) == nil || start([]int{fd}, false) == nil {
+	err := c.send(false, []byte{opHold}, fd)
+	c.mu.Unlock()
+	if err == nil {
 		unix.Close(fd)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.conn != nil {
+			// On failure the sitter closes it when the connection ends.
+			_, _ = c.conn.Write([]byte{opRelease})
+		}
 		return true
 	}
-	return false
+	release, err := start([]int{fd}, false)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	release()
+	return true
 }
 
 // DeleteLink asks the sitter to delete the link with this index in the
@@ -136,7 +149,7 @@ func (c *Client) connect(startIfNone bool) (*net.UnixConn, error) {
 	}
 	conn, err := dial()
 	if err != nil && startIfNone && errors.Is(err, syscall.ECONNREFUSED) {
-		if err = start(nil, true); err == nil {
+		if _, err = start(nil, true); err == nil {
 			conn, err = dial()
 		}
 	}
@@ -160,40 +173,51 @@ func dial() (*net.UnixConn, error) {
 	return conn, nil
 }
 
-// start starts a sitter that closes held (they stay open here too); with
-// wait, it returns once the sitter listens or found one that does.
-func start(held []int, wait bool) error {
-	cmd := helper.Command(HelperName, name, strconv.Itoa(int(idle/time.Millisecond)), strconv.Itoa(len(held)))
+// start starts a sitter that closes held once release was called (they
+// stay open here until the caller closes them); with wait, it returns once
+// the sitter listens or found one that does.
+func start(held []int, wait bool) (release func(), err error) {
+	cmd := helper.Command(HelperName, name, strconv.Itoa(int(idle/time.Millisecond)),
+		strconv.Itoa(int(closeAge/time.Millisecond)), strconv.Itoa(len(held)))
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	for _, fd := range held {
 		dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		f := os.NewFile(uintptr(dup), "held")
 		defer f.Close()
 		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
 	}
+	stdin, releaseW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer stdin.Close()
+	cmd.Stdin = stdin
 	var out, w *os.File
 	if wait {
-		var err error
 		if out, w, err = os.Pipe(); err != nil {
-			return err
+			releaseW.Close()
+			return nil, err
 		}
 		defer out.Close()
 		defer w.Close()
 		cmd.Stdout = w
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		releaseW.Close()
+		return nil, err
 	}
 	go func() { _ = cmd.Wait() }() // reaps it in a long-lived caller
+	release = func() { releaseW.Close() }
 	if out == nil {
-		return nil
+		return release, nil
 	}
+	release()
 	w.Close() // the sitter's copy is the only writer left
-	return firstAnswer(out)
+	return release, firstAnswer(out)
 }
 
 // firstAnswer reads a started sitter's answer, bounded.

@@ -25,12 +25,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// useName gives the test a sitter of its own, with this idle time.
+// useName gives the test a sitter of its own, with this idle time and a
+// close age of 10 ms.
 func useName(t *testing.T, idleTime time.Duration) {
-	oldName, oldIdle := name, idle
+	oldName, oldIdle, oldAge := name, idle, closeAge
 	name = fmt.Sprintf("cnisuite-sitter-test-%d-%s", os.Getpid(), t.Name())
-	idle = idleTime
-	t.Cleanup(func() { name, idle = oldName, oldIdle })
+	idle, closeAge = idleTime, 10*time.Millisecond
+	t.Cleanup(func() { name, idle, closeAge = oldName, oldIdle, oldAge })
 }
 
 // pipe returns a pipe's read end (closed at the test's end) and its write
@@ -107,6 +108,62 @@ func TestHoldHandsOver(t *testing.T) {
 	}
 	if peerPID(c) == 0 {
 		t.Error("the second hand-over went over no connection")
+	}
+}
+
+// TestHeldUntilReleased: the sitter keeps what it was handed — over a
+// connection or at its start — open until the caller says it closed its
+// own copy, so that the caller's close is never the last (the one that
+// waits for the kernel).
+func TestHeldUntilReleased(t *testing.T) {
+	useName(t, 5*time.Second)
+	for _, how := range []string{"at its start", "over a connection"} {
+		r, w := pipe(t)
+		var release func()
+		if how == "at its start" {
+			var err error
+			if release, err = start([]int{w}, false); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			c := &Client{}
+			defer c.Close()
+			c.mu.Lock()
+			err := c.send(true, []byte{opHold}, w)
+			c.mu.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			release = func() { _, _ = c.conn.Write([]byte{opRelease}) }
+		}
+		unix.Close(w)
+		if err := closedWithin(r, 300*time.Millisecond); err == nil {
+			t.Errorf("%s: the sitter closed its copy before the caller released it", how)
+		}
+		release()
+		if err := closedWithin(r, 5*time.Second); err != nil {
+			t.Errorf("%s, released: %v", how, err)
+		}
+	}
+}
+
+// TestClosesWhenOld: a released descriptor stays open for the close age
+// (so that its close finds the kernel's work done, see closeAge), then
+// goes.
+func TestClosesWhenOld(t *testing.T) {
+	useName(t, 5*time.Second)
+	closeAge = 400 * time.Millisecond
+	c := &Client{}
+	defer c.Close()
+	r, w := pipe(t)
+	if !c.Hold(w) {
+		t.Fatal("Hold = false")
+	}
+	if err := closedWithin(r, 200*time.Millisecond); err == nil {
+		t.Error("closed before its close age")
+	}
+	if err := closedWithin(r, 5*time.Second); err != nil {
+		t.Error(err)
 	}
 }
 

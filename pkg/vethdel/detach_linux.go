@@ -45,6 +45,7 @@ func deleteDetached(s *sitter.Client, cont *netlink.Handle, contNS *ns.NetNS, c 
 	}
 	nsh := netns.NsHandle(contNS.Fd())
 	var subs []<-chan netlink.LinkUpdate // container's, then host's
+	done := step("vethSubscribe")
 	for _, n := range []*netns.NsHandle{&nsh, nil} {
 		ch, stop, err := subscribeLinks(n)
 		if err != nil {
@@ -53,11 +54,14 @@ func deleteDetached(s *sitter.Client, cont *netlink.Handle, contNS *ns.NetNS, c 
 		defer stop()
 		subs = append(subs, ch)
 	}
+	done()
+	done = step("vethRequest")
 	outcome, ok := s.DeleteLink(int(contNS.Fd()), c.Index)
+	done()
 	if !ok {
 		return false, nil
 	}
-	done := step("vethAnnouncedGone")
+	done = step("vethAnnouncedGone")
 	if awaitDeleted(subs, c.Index, peer, outcome) {
 		done()
 		return true, nil

@@ -25,7 +25,7 @@ func TestDeleteContainerEnd(t *testing.T) {
 		wantGone  bool
 		wantSteps []string
 	}{
-		{"through_the_sitter", &sitter.Client{}, []string{"vdA"}, true, []string{"vethAnnouncedGone"}},
+		{"through_the_sitter", &sitter.Client{}, []string{"vdA"}, true, []string{"vethSubscribe", "vethRequest", "vethAnnouncedGone"}},
 		{"without_a_sitter", nil, []string{"vdA"}, true, nil},
 		{"not_ours", &sitter.Client{}, []string{"other"}, false, nil},
 	}
