@@ -267,15 +267,16 @@ func (s *server) closeLater(fd int) {
 // closeAge is how long the closer keeps a descriptor before closing it,
 // at least (and twice that at most).
 //
-// The last close of a netfilter socket flushes the nf_tables destroy work
-// (an RCU grace period) while it holds the namespace's nf_tables commit
-// mutex — which every nftables transaction takes, and so does the kernel
-// when a network device goes away (nf_tables_netdev_event, under the RTNL
-// lock). A close right after the deletion it follows would make the veth
-// deletions of the DELs running meanwhile wait for that grace period
-// (bridge's DEL 4-6 ms instead of 2-3 ms, measured with the per-call
-// log's steps). Some hundreds of milliseconds later the work is long done,
-// and the flush returns at once.
+// Closed at once, the sockets slowed the veth deletions of the DELs
+// running meanwhile: bridge's DEL took 4.7-8.7 ms instead of 3.2-3.4 ms
+// (test/bench/profile/steps.sh, the announcement wait). As we read the
+// kernel — not checked in its source here — the last close of a netfilter
+// socket flushes the nf_tables destroy work (an RCU grace period) holding
+// the namespace's nf_tables commit mutex, which every nftables transaction
+// takes, and so does a network device's unregistration
+// (nf_tables_netdev_event, under the RTNL lock). Some hundreds of
+// milliseconds after the deletion, the work is long done and the flush
+// returns at once.
 var closeAge = 250 * time.Millisecond
 
 // closer closes the queued descriptors once they are closeAge old, in
