@@ -393,3 +393,16 @@ func stranger(args []string, _ io.Reader) error {
 	fmt.Println("no answer")
 	return nil
 }
+
+// TestServeRefusesBadArguments: a request whose arguments are not what
+// start sends is refused before anything listens.
+func TestServeRefusesBadArguments(t *testing.T) {
+	for _, args := range [][]string{
+		nil, {"n"}, {"n", "100", "250"}, {"n", "x", "250", "0"}, {"n", "0", "250", "0"},
+		{"n", "100", "-1", "0"}, {"n", "100", "250", "-1"}, {"n", "100", "250", "9"},
+	} {
+		if err := Serve(args, strings.NewReader("")); err == nil {
+			t.Errorf("Serve(%q) = nil, want an error", args)
+		}
+	}
+}
