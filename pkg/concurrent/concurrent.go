@@ -3,7 +3,11 @@
 // command reports the error its sequential order would have met first.
 package concurrent
 
-import "sync"
+import (
+	"sync"
+
+	"cnisuite/pkg/stack"
+)
 
 // Run runs the tasks at once and returns their errors, in order. A task's
 // panic is raised again on the caller's goroutine, where the skel's
@@ -15,6 +19,7 @@ func Run(tasks ...func() error) []error {
 	for i, task := range tasks {
 		wg.Add(1)
 		go func() {
+			stack.Presize()
 			defer wg.Done()
 			defer func() {
 				if v := recover(); v != nil {

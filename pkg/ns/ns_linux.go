@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"cnisuite/pkg/stack"
 )
 
 // Errors returned by Open.
@@ -100,6 +102,7 @@ func (n *NetNS) Do(fn func() error) error {
 	var panicked []any
 	wg.Add(1)
 	go func() {
+		stack.Presize()
 		defer wg.Done()
 		defer func() {
 			if v := recover(); v != nil {

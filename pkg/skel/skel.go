@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"cnisuite/pkg/calllog"
+	"cnisuite/pkg/stack"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/version"
 )
@@ -94,6 +95,7 @@ func (p *Plugin) RunConfig(env []string, config []byte, stdout, stderr io.Writer
 }
 
 func (p *Plugin) run(inv *invocation) int {
+	stack.Presize() // before the call's deep stacks (pkg/stack)
 	inv.plugin, inv.vars = p, envMap(inv.env)
 	if inv.vars["CNI_COMMAND"] == "" {
 		fmt.Fprintln(inv.stderr, p.About())
