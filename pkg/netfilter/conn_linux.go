@@ -219,14 +219,7 @@ func (n *Conn) ChainUse(family byte, table, chain string) (exists bool, use uint
 	if len(table) > maxName || len(chain) > maxName {
 		return false, 0, nil
 	}
-	data := encodeAttrs(func(ae *netlink.AttributeEncoder) {
-		ae.String(unix.NFTA_CHAIN_TABLE, table)
-		ae.String(unix.NFTA_CHAIN_NAME, chain)
-	})
-	msgs, err := n.execute(netlink.Message{
-		Header: netlink.Header{Type: nftMsgType(unix.NFT_MSG_GETCHAIN), Flags: netlink.Request},
-		Data:   append(nfgen(family), data...),
-	})
+	msgs, err := n.execute(chainRequest(family, table, chain))
 	if errors.Is(err, unix.ENOENT) {
 		return false, 0, nil
 	}
@@ -237,18 +230,96 @@ func (n *Conn) ChainUse(family byte, table, chain string) (exists bool, use uint
 		if len(m.Data) < 4 {
 			continue
 		}
-		ad, err := netlink.NewAttributeDecoder(m.Data[4:])
-		if err != nil {
+		if use, err = chainUseOf(m.Data[4:]); err != nil {
 			return true, 0, err
-		}
-		ad.ByteOrder = binary.BigEndian
-		for ad.Next() {
-			if ad.Type() == unix.NFTA_CHAIN_USE {
-				use = ad.Uint32()
-			}
 		}
 	}
 	return true, use, nil
+}
+
+// ChainRef names a chain: its family, table and name.
+type ChainRef struct {
+	Family       byte
+	Table, Chain string
+}
+
+// ChainUses is ChainUse for many chains, with one datagram of requests
+// and their answers, in order: a lookup costs a netlink round trip, and an
+// ADD looks up a dozen chains, most of which do not exist.
+func (n *Conn) ChainUses(refs []ChainRef) (exists []bool, uses []uint32, err error) {
+	exists, uses = make([]bool, len(refs)), make([]uint32, len(refs))
+	var msgs []netlink.Message
+	var asked []int // the index in refs of each request
+	for i, r := range refs {
+		if len(r.Table) > maxName || len(r.Chain) > maxName {
+			continue // names no chain (ChainUse)
+		}
+		msgs = append(msgs, chainRequest(r.Family, r.Table, r.Chain))
+		asked = append(asked, i)
+	}
+	if len(msgs) == 0 {
+		return exists, uses, nil
+	}
+	first, err := n.send(msgs)
+	if err != nil {
+		return nil, nil, err
+	}
+	for answered := 0; answered < len(msgs); {
+		got, err := n.recv()
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, m := range got {
+			k := m.Header.Sequence - first // wraps as the numbers do
+			if k >= uint32(len(msgs)) {
+				continue // a late answer to an earlier request
+			}
+			answered++
+			i := asked[k]
+			if m.Header.Type == netlink.Error {
+				if err := errno(m); err != nil && !errors.Is(err, unix.ENOENT) {
+					r := refs[i]
+					return nil, nil, fmt.Errorf("looking up chain %s %s: %w", r.Table, r.Chain, err)
+				}
+				continue
+			}
+			exists[i] = true
+			if len(m.Data) >= 4 {
+				if uses[i], err = chainUseOf(m.Data[4:]); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+	}
+	return exists, uses, nil
+}
+
+// chainRequest asks for one chain by name.
+func chainRequest(family byte, table, chain string) netlink.Message {
+	data := encodeAttrs(func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_CHAIN_TABLE, table)
+		ae.String(unix.NFTA_CHAIN_NAME, chain)
+	})
+	return netlink.Message{
+		Header: netlink.Header{Type: nftMsgType(unix.NFT_MSG_GETCHAIN), Flags: netlink.Request},
+		Data:   append(nfgen(family), data...),
+	}
+}
+
+// chainUseOf reads NFTA_CHAIN_USE from a chain's attributes.
+func chainUseOf(attrs []byte) (uint32, error) {
+	ad, err := netlink.NewAttributeDecoder(attrs)
+	if err != nil {
+		return 0, err
+	}
+	ad.ByteOrder = binary.BigEndian
+	var use uint32
+	for ad.Next() {
+		if ad.Type() == unix.NFTA_CHAIN_USE {
+			use = ad.Uint32()
+		}
+	}
+	return use, nil
 }
 
 // Chains dumps the names of the chains of one table.

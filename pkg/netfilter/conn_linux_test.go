@@ -74,3 +74,57 @@ func TestEchoAndRuleByHandle(t *testing.T) {
 		t.Errorf("RuleByHandle after the deletion = %v, %v; want false, nil", ok, err)
 	}
 }
+
+// ChainUses answers for each chain asked, in order, what ChainUse answers
+// for it alone: found or not (a missing chain, a missing table, a name too
+// long to exist), and the use count of those found.
+func TestChainUsesInOrder(t *testing.T) {
+	sandbox.Require(t)
+	conn, err := Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	tab := Table{Family: "ip", Name: "usestest"}
+	b := &Batch{}
+	b.AddTable(tab)
+	b.AddChain(tab, "two", nil)
+	b.AddChain(tab, "one", nil)
+	b.AddChain(tab, "none", nil)
+	b.AddXTRule(tab, "two", []expr.Any{&expr.Counter{}}, 0)
+	b.AddXTRule(tab, "two", []expr.Any{&expr.Verdict{Kind: expr.VerdictJump, Chain: "one"}}, 0)
+	b.AddXTRule(tab, "one", []expr.Any{&expr.Counter{}}, 0)
+	if err := conn.Apply(b); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		d := &Batch{}
+		d.push(unix.NFT_MSG_DELTABLE, 0, tab, encodeAttrs(func(ae *netlink.AttributeEncoder) { ae.String(unix.NFTA_TABLE_NAME, tab.Name) }))
+		_ = conn.Apply(d)
+	})
+	refs := []ChainRef{
+		{unix.NFPROTO_IPV4, tab.Name, "missing"},
+		{unix.NFPROTO_IPV4, tab.Name, "two"},
+		{unix.NFPROTO_IPV4, tab.Name, strings.Repeat("x", 300)},
+		{unix.NFPROTO_IPV6, tab.Name, "two"}, // no such table in ip6
+		{unix.NFPROTO_IPV4, tab.Name, "none"},
+		{unix.NFPROTO_IPV4, tab.Name, "one"},
+	}
+	found, uses, err := conn.ChainUses(refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFound := []bool{false, true, false, false, true, true}
+	for i, r := range refs {
+		ok, use, err := conn.ChainUse(r.Family, r.Table, r.Chain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found[i] != wantFound[i] || found[i] != ok || uses[i] != use {
+			t.Errorf("ChainUses for %s: found %v, use %d; ChainUse: %v, %d; want found %v", r.Chain[:min(len(r.Chain), 10)], found[i], uses[i], ok, use, wantFound[i])
+		}
+	}
+	if uses[1] != 2 || uses[5] != 2 || uses[4] != 0 {
+		t.Errorf("uses = %v, want two's 2 (its rules), one's 2 (a rule and a jump), none's 0", uses)
+	}
+}

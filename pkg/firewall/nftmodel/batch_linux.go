@@ -14,19 +14,24 @@ import (
 )
 
 // ReadChains returns the chains that exist among the named ones, with the
-// comments of their rules and their use counts: one lookup per chain, one
-// dump per existing chain, whatever the number of attachments on the node.
+// comments of their rules and their use counts: one datagram of lookups,
+// one dump per existing chain, whatever the number of attachments on the
+// node.
 func ReadChains(conn *netfilter.Conn, chains []Chain) ([]Existing, error) {
+	refs := make([]netfilter.ChainRef, len(chains))
+	for i, c := range chains {
+		refs[i] = netfilter.ChainRef{Family: c.Table.Proto(), Table: c.Table.Name, Chain: c.Name}
+	}
+	found, uses, err := conn.ChainUses(refs)
+	if err != nil {
+		return nil, types.Errorf(types.ErrIO, "%w", err)
+	}
 	var out []Existing
-	for _, c := range chains {
-		fam := c.Table.Proto()
-		ok, use, err := conn.ChainUse(fam, c.Table.Name, c.Name)
-		if err != nil {
-			return nil, types.Errorf(types.ErrIO, "%w", err)
-		}
-		if !ok {
+	for i, c := range chains {
+		if !found[i] {
 			continue
 		}
+		fam, use := c.Table.Proto(), uses[i]
 		rules, err := conn.Rules(fam, c.Table.Name, c.Name)
 		if err != nil {
 			return nil, types.Errorf(types.ErrIO, "%w", err)
