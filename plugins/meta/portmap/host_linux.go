@@ -32,14 +32,15 @@ func (linuxHost) EnableLocalnet(ip net.IP, holder string) error {
 	}
 	// Read and, when needed, written over netlink: a lookup under
 	// /proc/sys/net grows with the number of namespaces on the machine.
-	if err := ifconf.EnsureIPv4Conf("", routes[0].LinkIndex, "route_localnet", 1); err != nil {
-		return fmt.Errorf("route_localnet of the link routing to %s: %w", ip, err)
-	}
-	l, err := netlink.LinkByIndex(routes[0].LinkIndex)
+	// The one read brings the link's name too.
+	d, err := ifconf.ReadDevConf("", routes[0].LinkIndex)
 	if err != nil {
 		return fmt.Errorf("the link routing to %s: %w", ip, err)
 	}
-	key := "net/ipv4/conf/" + l.Attrs().Name + "/route_localnet"
+	if err := d.EnsureIPv4("route_localnet", 1); err != nil {
+		return fmt.Errorf("route_localnet of the link routing to %s: %w", ip, err)
+	}
+	key := "net/ipv4/conf/" + d.Name + "/route_localnet"
 	return sysctlkeep.Keeper{}.Hold(key, "1", holder)
 }
 
