@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 
+	"cnisuite/pkg/concurrent"
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/records"
 	"cnisuite/pkg/resync"
@@ -100,16 +101,21 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 	if a.Log.Debugging() {
 		a.Log.Debug("portMappings", describe(pm))
 	}
-	done := a.Log.Step("firewall")
-	err = be.Ensure(ctx, owner(c, a), firewall.Rules{PortMaps: pm})
-	done()
-	if err != nil {
-		return nil, err
+	// The rules and route_localnet need nothing of each other: they are
+	// set at the same time (a failure of either fails the ADD, and the
+	// DEL that follows undoes both).
+	rules := func() error {
+		defer a.Log.Step("firewall")()
+		return be.Ensure(ctx, owner(c, a), firewall.Rules{PortMaps: pm})
 	}
-	if v4 != nil && pm.SNAT && !pm.MasqAll {
-		if err := p.enableLocalnet(a, v4.IP); err != nil {
-			return nil, err
+	localnet := func() error {
+		if v4 == nil || !pm.SNAT || pm.MasqAll {
+			return nil
 		}
+		return p.enableLocalnet(a, v4.IP)
+	}
+	if err := concurrent.First(concurrent.Run(rules, localnet)); err != nil {
+		return nil, err
 	}
 	if err := p.writeRecord(c, a); err != nil {
 		return nil, err
