@@ -132,6 +132,9 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkops.A
 		}
 		return linkops.Attrs{}, err
 	}
+	if len(changes) == 0 {
+		return before, nil // sysctls alone change no attribute the result lists
+	}
 	return t.readLink(a.IfName)
 }
 
