@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 BIN=${CNISUITE_BIN:-$PWD/bin}
 TOOLS=${CNISUITE_TOOLS:-$BIN/tools}
 
-if [ "${CNISUITE_SANDBOX:-}" != 1 ]; then
+if [ "${CNISUITE_SANDBOX:-}" != 1 ] || [ -z "${CNISUITE_SANDBOX_NETNS:-}" ] ||
+	[ "$(readlink /proc/self/ns/net)" != "$CNISUITE_SANDBOX_NETNS" ]; then
 	echo "demo: run me through scripts/sandbox.sh (make demo)" >&2
 	exit 1
 fi

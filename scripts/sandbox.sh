@@ -45,10 +45,17 @@ if [ "${1:-}" = "--inside" ]; then
 	mount -t sysfs sysfs /sys
 	ip link set lo up
 	export CNISUITE_SANDBOX=1
+	# Which namespace is the sandbox's: CNISUITE_SANDBOX alone proves
+	# nothing, since a caller may set it by hand.
+	CNISUITE_SANDBOX_NETNS=$(readlink /proc/self/ns/net)
+	export CNISUITE_SANDBOX_NETNS
 	exec "$@"
 fi
 
-if [ "${CNISUITE_SANDBOX:-}" = 1 ]; then
+# Already inside (a test that runs the script again): run in place, but
+# only in the sandbox's own network namespace.
+if [ "${CNISUITE_SANDBOX:-}" = 1 ] && [ -n "${CNISUITE_SANDBOX_NETNS:-}" ] &&
+	[ "$(readlink /proc/self/ns/net)" = "$CNISUITE_SANDBOX_NETNS" ]; then
 	exec "$@"
 fi
 if [ "$(id -u)" != 0 ]; then

@@ -24,6 +24,8 @@ func Require(t testing.TB) {
 		why = "needs root (run `make test` as root)"
 	case os.Getenv("CNISUITE_SANDBOX") != "1":
 		why = "must run inside scripts/sandbox.sh so the machine's own network is never touched (`make test` does this)"
+	case !inSandboxNetns():
+		why = "CNISUITE_SANDBOX=1 is set, but this is not the network namespace scripts/sandbox.sh made: run through the script, not with the variable set by hand"
 	default:
 		return
 	}
@@ -31,6 +33,14 @@ func Require(t testing.TB) {
 		t.Fatalf("privileged test cannot run: %s", why)
 	}
 	t.Skipf("skipping privileged test: %s", why)
+}
+
+// inSandboxNetns reports whether the process is in the network namespace
+// scripts/sandbox.sh made and named in CNISUITE_SANDBOX_NETNS.
+func inSandboxNetns() bool {
+	self, err := os.Readlink("/proc/self/ns/net")
+	want := os.Getenv("CNISUITE_SANDBOX_NETNS")
+	return err == nil && want != "" && self == want
 }
 
 var (

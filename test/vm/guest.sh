@@ -53,7 +53,10 @@ cp -a "$VM/bin/." /opt/cni/bin/
 cp -a "$VM/tests/." /run/vm-tests/
 
 ip link set lo up
-export CNISUITE_SANDBOX=1 CNISUITE_REQUIRE_PRIVILEGED=1 CNISUITE_VM=1 CNISUITE_BIN=/opt/cni/bin
+# The disposable VM's own namespace is the sandbox (test/sandbox.Require
+# checks that the tests run in the namespace named here).
+CNISUITE_SANDBOX_NETNS=$(readlink /proc/self/ns/net)
+export CNISUITE_SANDBOX=1 CNISUITE_SANDBOX_NETNS CNISUITE_REQUIRE_PRIVILEGED=1 CNISUITE_VM=1 CNISUITE_BIN=/opt/cni/bin
 export GOPROXY=off GOFLAGS=-mod=mod
 
 # plan: one test binary a line: name, package directory, -test.run regex.

@@ -99,7 +99,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "cnibench:", taskstats.Exec(os.Args[2:]))
 		os.Exit(2)
 	}
-	if os.Getenv("CNISUITE_SANDBOX") != "1" {
+	if self, _ := os.Readlink("/proc/self/ns/net"); os.Getenv("CNISUITE_SANDBOX") != "1" || self == "" || self != os.Getenv("CNISUITE_SANDBOX_NETNS") {
 		fmt.Fprintln(os.Stderr, "cnibench: run me inside scripts/sandbox.sh (make bench)")
 		os.Exit(2)
 	}
