@@ -35,12 +35,15 @@ func Require(t testing.TB) {
 	t.Skipf("skipping privileged test: %s", why)
 }
 
-// inSandboxNetns reports whether the process is in the network namespace
-// scripts/sandbox.sh made and named in CNISUITE_SANDBOX_NETNS.
+// startNetns is the network namespace the test process started in, read
+// before any test could move a thread (or the main one) elsewhere.
+var startNetns, _ = os.Readlink("/proc/thread-self/ns/net")
+
+// inSandboxNetns reports whether the process started in the network
+// namespace scripts/sandbox.sh made and named in CNISUITE_SANDBOX_NETNS.
 func inSandboxNetns() bool {
-	self, err := os.Readlink("/proc/self/ns/net")
 	want := os.Getenv("CNISUITE_SANDBOX_NETNS")
-	return err == nil && want != "" && self == want
+	return startNetns != "" && want != "" && startNetns == want
 }
 
 var (
