@@ -4,18 +4,22 @@ import (
 	"context"
 	"errors"
 	"net"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/containernetworking/cni/libcni"
 	cnitypes "github.com/containernetworking/cni/pkg/types"
 
 	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/sysctlkeep"
 	"cnisuite/test/sandbox"
 )
 
 // A host port another container holds, on the backend that can tell
 // (nftables keeps host ports in maps with unique keys): ADD fails with code
-// 11 and the holder keeps its mapping.
+// 11, the holder keeps its mapping, and the refused ADD keeps no hold of
+// route_localnet (it set that beside the rules).
 func TestHostPortHeldIsCode11(t *testing.T) {
 	sandbox.Require(t)
 	enableForwarding(t)
@@ -32,5 +36,18 @@ func TestHostPortHeldIsCode11(t *testing.T) {
 	}
 	if got, err := ask(nil, "tcp", net.ParseIP("127.0.0.1"), 8095); err != nil || got != "ctr-holder" {
 		t.Errorf("after the refused ADD, host port 8095 answers %q, %v; want the holder", got, err)
+	}
+	holds, err := filepath.Glob(filepath.Join(sysctlkeep.HoldsDir, "*", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := sysctlkeep.Holder("portmap", "pm-pmbrcf", "ctr-second", "eth0")
+	first := sysctlkeep.Holder("portmap", "pm-pmbrcf", "ctr-holder", "eth0")
+	var holders []string
+	for _, h := range holds {
+		holders = append(holders, filepath.Base(h))
+	}
+	if slices.Contains(holders, second) || !slices.Contains(holders, first) {
+		t.Errorf("sysctl holders after the refused ADD: %q; want the holder's (%s), not the refused one's (%s)", holders, first, second)
 	}
 }

@@ -102,8 +102,9 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 		a.Log.Debug("portMappings", describe(pm))
 	}
 	// The rules and route_localnet need nothing of each other: they are
-	// set at the same time (a failure of either fails the ADD, and the
-	// DEL that follows undoes both).
+	// set at the same time. A failure of either fails the ADD, which then
+	// lets go of its route_localnet hold (the value stays, as after a DEL:
+	// other pods may need it).
 	rules := func() error {
 		defer a.Log.Step("firewall")()
 		return be.Ensure(ctx, owner(c, a), firewall.Rules{PortMaps: pm})
@@ -115,6 +116,9 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 		return p.enableLocalnet(a, v4.IP)
 	}
 	if err := concurrent.First(concurrent.Run(rules, localnet)); err != nil {
+		if rerr := p.host.ReleaseLocalnet(sysctlHolder(a)); rerr != nil && a.Stderr != nil {
+			fmt.Fprintf(a.Stderr, "portmap: cleanup after failed ADD: %v\n", rerr)
+		}
 		return nil, err
 	}
 	if err := p.writeRecord(c, a); err != nil {
