@@ -216,25 +216,11 @@ const maxName = 255
 // longer than the kernel allows names no chain: the kernel would refuse
 // the question (ERANGE) rather than say so.
 func (n *Conn) ChainUse(family byte, table, chain string) (exists bool, use uint32, err error) {
-	if len(table) > maxName || len(chain) > maxName {
-		return false, 0, nil
-	}
-	msgs, err := n.execute(chainRequest(family, table, chain))
-	if errors.Is(err, unix.ENOENT) {
-		return false, 0, nil
-	}
+	found, uses, err := n.ChainUses([]ChainRef{{Family: family, Table: table, Chain: chain}})
 	if err != nil {
-		return false, 0, fmt.Errorf("looking up chain %s %s: %w", table, chain, err)
+		return false, 0, err
 	}
-	for _, m := range msgs {
-		if len(m.Data) < 4 {
-			continue
-		}
-		if use, err = chainUseOf(m.Data[4:]); err != nil {
-			return true, 0, err
-		}
-	}
-	return true, use, nil
+	return found[0], uses[0], nil
 }
 
 // ChainRef names a chain: its family, table and name.
