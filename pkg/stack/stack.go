@@ -6,11 +6,13 @@
 // into it. A plugin's call is one short life of deep stacks — JSON
 // decoding by reflection, netlink, namespace switches — and no garbage
 // collection ever runs to shrink them again, so each goroutine of a call
-// paid three or four copies, each deeper than the last: 0.35–0.55 ms of
-// CPU per bridge ADD, 0.2–0.3 ms per tuning or portmap ADD (perf, 60
+// paid three or four copies, each deeper than the last: 0.55–0.58 ms of
+// CPU per bridge ADD, 0.25–0.33 ms per tuning or portmap ADD (perf, 60
 // sequential ADDs of the nftables chain; RESULTS.md round 15). Growing the
 // stack once, at the start, while only a few frames are on it, costs one
-// copy of almost nothing.
+// copy of almost nothing; with it the copies cost 0.35–0.37, 0.17–0.23
+// ms (what is left: package inits on the main goroutine before Presize,
+// and goroutines this package is not called on).
 package stack
 
 // frameSize is the frame Presize makes. The runtime sizes the new stack
