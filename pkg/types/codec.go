@@ -17,6 +17,15 @@ func DecodeResult(data []byte, fallbackVersion string) (*Result, error) {
 // decodeResult reads a result found at the JSON path root ("" for a whole
 // document, "prevResult" inside a configuration); errors name paths below it.
 func decodeResult(data []byte, fallbackVersion, root string) (*Result, error) {
+	if r, ok := decodePlain(data, fallbackVersion); ok && r.validate(root) == nil {
+		return r, nil
+	}
+	return decodeGeneral(data, fallbackVersion, root)
+}
+
+// decodeGeneral is decodeResult through encoding/json, for every version
+// and shape, and the rule for errors.
+func decodeGeneral(data []byte, fallbackVersion, root string) (*Result, error) {
 	what := root
 	if what == "" {
 		what = "result"
@@ -132,6 +141,9 @@ func (r *Result) Encode(v string) ([]byte, error) {
 	var w any
 	switch fam {
 	case version.Family100:
+		if out, ok := encodePlain(r, v); ok {
+			return out, nil
+		}
 		w = encode100(r, v)
 	case version.Family040:
 		w = encode040(r, v)
