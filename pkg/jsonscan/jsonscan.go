@@ -154,6 +154,60 @@ func (r *Reader) Object(keys []string, member func(i int)) {
 	}
 }
 
+// Members reads an object of any keys, each at most once: member(key)
+// reads the value of key.
+func (r *Reader) Members(member func(key string)) {
+	if !r.expect('{') {
+		return
+	}
+	seen := map[string]bool{}
+	for first := true; r.ok; first = false {
+		if r.peek() == '}' {
+			r.pos++
+			return
+		}
+		if !first && !r.expect(',') {
+			return
+		}
+		key := r.String()
+		if !r.expect(':') || seen[key] {
+			r.ok = false
+			return
+		}
+		seen[key] = true
+		member(key)
+	}
+}
+
+// Bool reads true or false.
+func (r *Reader) Bool() bool {
+	if !r.ok {
+		return false
+	}
+	switch r.peek() { // the document is valid: t starts true, f false
+	case 't':
+		r.pos += len("true")
+		return true
+	case 'f':
+		r.pos += len("false")
+		return false
+	}
+	r.ok = false
+	return false
+}
+
+// Raw returns a copy of the next value as it stands, null excepted (which
+// encoding/json treats apart).
+func (r *Reader) Raw() []byte {
+	if !r.ok || r.peek() == 'n' {
+		r.ok = false
+		return nil
+	}
+	start := r.pos
+	r.Skip()
+	return append([]byte(nil), r.data[start:r.pos]...)
+}
+
 // Array reads an array: elem reads each element.
 func (r *Reader) Array(elem func()) {
 	if !r.expect('[') {

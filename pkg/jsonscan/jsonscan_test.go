@@ -87,3 +87,37 @@ func TestAppendStringAsEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestMembersBoolRaw(t *testing.T) {
+	r := NewReader([]byte(`{"x": true, "y" :false, "raw": {"a": [1, "\"]"]} , "n": 12}`))
+	got := map[string]string{}
+	r.Members(func(key string) {
+		switch key {
+		case "x", "y":
+			if r.Bool() {
+				got[key] = "true"
+			} else {
+				got[key] = "false"
+			}
+		default:
+			got[key] = string(r.Raw())
+		}
+	})
+	want := map[string]string{"x": "true", "y": "false", "raw": `{"a": [1, "\"]"]}`, "n": "12"}
+	if !r.OK() || !reflect.DeepEqual(got, want) {
+		t.Fatalf("read %q (%v), want %q", got, r.OK(), want)
+	}
+	for _, s := range []string{`{"x":true,"x":false}`, `{"x":1}`, `{"raw":null}`} {
+		r := NewReader([]byte(s))
+		r.Members(func(key string) {
+			if key == "x" {
+				r.Bool()
+			} else {
+				r.Raw()
+			}
+		})
+		if r.OK() {
+			t.Errorf("took %s", s)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"cnisuite/pkg/calllog"
+	"cnisuite/pkg/jsonscan"
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/version"
@@ -134,16 +135,12 @@ func (inv *invocation) readConfig(a *CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	var head struct {
-		CNIVersion string `json:"cniVersion"`
-		Name       string `json:"name"`
-		// The log keys, read here as they stand so that the configuration
-		// is decoded once and a key of the wrong type never fails a call.
-		LogFile  json.RawMessage `json:"logFile"`
-		LogLevel json.RawMessage `json:"logLevel"`
-	}
-	if err := types.Decode(data, &head); err != nil {
-		return err
+	var head configHead
+	if !head.decodePlain(data) {
+		head = configHead{}
+		if err := types.Decode(data, &head); err != nil {
+			return err
+		}
 	}
 	inv.network = head.Name
 	inv.startLog(head.LogFile, head.LogLevel, a)
@@ -153,6 +150,38 @@ func (inv *invocation) readConfig(a *CmdArgs) error {
 	}
 	a.StdinData = data
 	return types.ValidateNetworkName(head.Name)
+}
+
+// configHead is what readConfig reads of every configuration.
+type configHead struct {
+	CNIVersion string `json:"cniVersion"`
+	Name       string `json:"name"`
+	// The log keys, read here as they stand so that the configuration
+	// is decoded once and a key of the wrong type never fails a call.
+	LogFile  json.RawMessage `json:"logFile"`
+	LogLevel json.RawMessage `json:"logLevel"`
+}
+
+// headKeys are configHead's keys, in the order of its fields.
+var headKeys = []string{"cniVersion", "name", "logFile", "logLevel"}
+
+// decodePlain reads the head on the plain path (pkg/jsonscan); on false,
+// decode it with types.Decode into a fresh value.
+func (h *configHead) decodePlain(data []byte) bool {
+	rd := jsonscan.NewReader(data)
+	rd.Object(headKeys, func(i int) {
+		switch i {
+		case 0:
+			h.CNIVersion = rd.String()
+		case 1:
+			h.Name = rd.String()
+		case 2:
+			h.LogFile = rd.Raw()
+		case 3:
+			h.LogLevel = rd.Raw()
+		}
+	})
+	return rd.OK()
 }
 
 // minimum is the oldest configuration version that knows each verb.

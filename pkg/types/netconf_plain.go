@@ -1,0 +1,51 @@
+package types
+
+import "cnisuite/pkg/jsonscan"
+
+// NetConfKeys are NetConf's keys, as encoding/json matches them.
+var NetConfKeys = []string{"cniVersion", "name", "type", "capabilities", "ipam", "dns", "prevResult",
+	"cni.dev/valid-attachments", "cni.dev/attachments"}
+
+// DecodePlain reads a configuration on the plain path (pkg/jsonscan says
+// why): NetConf's keys into nc, the plugin's own keys through member,
+// which reads the value of keys[i] from rd, or calls rd.Fail for a key or
+// shape it leaves to encoding/json. keys must hold every other key the
+// plugin's configuration type decodes (scantest.SameKeys checks it), so
+// that a key written in another case goes to the general path too.
+//
+// On false the caller decodes data with Decode, into a fresh value: the
+// plain path may have filled part of this one.
+func DecodePlain(data []byte, nc *NetConf, keys []string, member func(rd *jsonscan.Reader, i int)) bool {
+	rd := jsonscan.NewReader(data)
+	all := append(append(make([]string, 0, len(NetConfKeys)+len(keys)), NetConfKeys...), keys...)
+	rd.Object(all, func(i int) {
+		if i >= len(NetConfKeys) {
+			member(rd, i-len(NetConfKeys))
+			return
+		}
+		nc.plainMember(rd, i)
+	})
+	return rd.OK()
+}
+
+func (c *NetConf) plainMember(rd *jsonscan.Reader, i int) {
+	switch NetConfKeys[i] {
+	case "cniVersion":
+		c.CNIVersion = rd.String()
+	case "name":
+		c.Name = rd.String()
+	case "type":
+		c.Type = rd.String()
+	case "capabilities":
+		c.Capabilities = map[string]bool{}
+		rd.Members(func(key string) { c.Capabilities[key] = rd.Bool() })
+	case "ipam":
+		rd.Object([]string{"type"}, func(int) { c.IPAM.Type = rd.String() })
+	case "dns":
+		c.DNS = plainDNS(rd)
+	case "prevResult":
+		c.RawPrevResult = rd.Raw()
+	default: // the GC keys, in GC calls only
+		rd.Fail()
+	}
+}
