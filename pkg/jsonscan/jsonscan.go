@@ -123,44 +123,26 @@ func (r *Reader) Int() int {
 // skipped, unless a key matches one of keys without regard to case (which
 // encoding/json would take for it).
 func (r *Reader) Object(keys []string, member func(i int)) {
-	if !r.expect('{') {
-		return
-	}
-	var seen uint64
-	for first := true; r.ok; first = false {
-		if r.peek() == '}' {
-			r.pos++
-			return
-		}
-		if !first && !r.expect(',') {
-			return
-		}
-		key := r.String()
-		if !r.expect(':') {
-			return
-		}
-		i := index(keys, key)
-		switch {
-		case i >= 64 || i >= 0 && seen&(1<<i) != 0:
-			r.ok = false
+	r.Members(func(key string) {
+		switch i := index(keys, key); {
 		case i >= 0:
-			seen |= 1 << i
 			member(i)
 		case foldsTo(keys, key):
 			r.ok = false
 		default:
 			r.Skip()
 		}
-	}
+	})
 }
 
-// Members reads an object of any keys, each at most once: member(key)
-// reads the value of key.
+// Members reads an object of any keys: member(key) reads the value of key.
+// A key given twice stops the Reader (encoding/json keeps the last value
+// of a map key, and merges repeated objects into one struct).
 func (r *Reader) Members(member func(key string)) {
 	if !r.expect('{') {
 		return
 	}
-	seen := map[string]bool{}
+	var seen map[string]bool
 	for first := true; r.ok; first = false {
 		if r.peek() == '}' {
 			r.pos++
@@ -173,6 +155,9 @@ func (r *Reader) Members(member func(key string)) {
 		if !r.expect(':') || seen[key] {
 			r.ok = false
 			return
+		}
+		if seen == nil {
+			seen = map[string]bool{}
 		}
 		seen[key] = true
 		member(key)

@@ -40,6 +40,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/jsonscan"
 	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
@@ -72,6 +73,25 @@ type Record struct {
 	// File is the record's file name in its network's directory (set by
 	// List, First and Read).
 	File string `json:"-"`
+}
+
+// encode writes r as json.Marshal does, on the plain path (pkg/jsonscan)
+// unless a raw member is not valid JSON.
+func (r Record) encode() ([]byte, error) {
+	o := jsonscan.NewObject(nil)
+	o.String("plugin", r.Plugin)
+	o.String("network", r.Network)
+	o.String("containerID", r.ContainerID)
+	o.String("ifName", r.IfName)
+	o.OptString("netns", r.Netns)
+	o.OptString("args", r.Args)
+	o.Raw("config", r.Config)
+	o.OptRaw("result", r.Result)
+	o.OptString("binary", r.Binary)
+	if data, ok := o.Close(); ok {
+		return data, nil
+	}
+	return json.Marshal(r)
 }
 
 // Store reads and writes records under Root ("" = Dir).
@@ -156,7 +176,7 @@ func (s Store) Write(r Record) error {
 	if s.off() {
 		return nil
 	}
-	data, err := json.Marshal(r)
+	data, err := r.encode()
 	if err != nil {
 		return fmt.Errorf("record: encoding: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net"
-	"strconv"
 
 	"cnisuite/pkg/jsonscan"
 	"cnisuite/pkg/version"
@@ -160,141 +159,84 @@ func plainIP4or6(rd *jsonscan.Reader) net.IP {
 // encodePlain writes r at v (1.0.0 or 1.1.0) as Encode's general path
 // does, byte for byte.
 func encodePlain(r *Result, v string) ([]byte, bool) {
-	b := append([]byte(`{"cniVersion":`), jsonscan.AppendString(nil, v)...)
-	ok := true
-	if len(r.Interfaces) > 0 {
-		b = append(b, `,"interfaces":[`...)
-		for i, in := range r.Interfaces {
-			if in == nil {
-				return nil, false
-			}
-			b = appendIface(comma(b, i), in)
-		}
-		b = append(b, ']')
-	}
-	if len(r.IPs) > 0 {
-		b = append(b, `,"ips":[`...)
-		for i, ip := range r.IPs {
-			if ip == nil {
-				return nil, false
-			}
-			b = appendIP(comma(b, i), ip, &ok)
-		}
-		b = append(b, ']')
-	}
-	if len(r.Routes) > 0 {
-		b = append(b, `,"routes":[`...)
-		for i, rt := range r.Routes {
-			b = appendRoute(comma(b, i), rt, &ok)
-		}
-		b = append(b, ']')
-	}
+	o := jsonscan.NewObject(nil)
+	o.String("cniVersion", v)
+	o.List("interfaces", len(r.Interfaces), func(b []byte, i int) ([]byte, bool) {
+		return appendIface(b, r.Interfaces[i])
+	})
+	o.List("ips", len(r.IPs), func(b []byte, i int) ([]byte, bool) { return appendIP(b, r.IPs[i]) })
+	o.List("routes", len(r.Routes), func(b []byte, i int) ([]byte, bool) { return appendRoute(b, r.Routes[i]) })
 	if !r.DNS.IsEmpty() {
-		b = appendDNS(append(b, `,"dns":`...), &r.DNS)
+		o.Key("dns")
+		o.AppendValue(func(b []byte) []byte { return appendDNS(b, &r.DNS) })
 	}
-	b = append(b, '}')
+	compact, ok := o.Close()
 	var out bytes.Buffer
-	if !ok || json.Indent(&out, b, "", "    ") != nil {
+	if !ok || json.Indent(&out, compact, "", "    ") != nil {
 		return nil, false
 	}
 	return out.Bytes(), true
 }
 
-func comma(b []byte, i int) []byte {
-	if i > 0 {
-		return append(b, ',')
+func appendIface(b []byte, in *Interface) ([]byte, bool) {
+	if in == nil {
+		return b, false // encode100 would fail on it
 	}
-	return b
+	o := jsonscan.NewObject(b)
+	o.String("name", in.Name)
+	o.OptString("mac", in.Mac)
+	o.OptInt("mtu", in.Mtu)
+	o.OptString("sandbox", in.Sandbox)
+	o.OptString("socketPath", in.SocketPath)
+	o.OptString("pciID", in.PciID)
+	return o.Close()
 }
 
-// member appends ,"key":value to an object already begun.
-func member(b []byte, key string) []byte {
-	return append(append(append(b, ",\""...), key...), "\":"...)
-}
-
-func appendIface(b []byte, in *Interface) []byte {
-	b = append(b, `{"name":`...)
-	b = jsonscan.AppendString(b, in.Name)
-	b = optString(b, "mac", in.Mac)
-	b = optInt(b, "mtu", in.Mtu)
-	b = optString(b, "sandbox", in.Sandbox)
-	b = optString(b, "socketPath", in.SocketPath)
-	b = optString(b, "pciID", in.PciID)
-	return append(b, '}')
-}
-
-func appendIP(b []byte, ip *IPConfig, ok *bool) []byte {
-	b = append(b, '{')
-	if ip.Interface != nil {
-		b = strconv.AppendInt(append(b, `"interface":`...), int64(*ip.Interface), 10)
-		b = append(b, ',')
+func appendIP(b []byte, ip *IPConfig) ([]byte, bool) {
+	if ip == nil {
+		return b, false // encode100 would fail on it
 	}
-	b = jsonscan.AppendString(append(b, `"address":`...), IPNet(ip.Address).String())
-	b = optIP(b, "gateway", ip.Gateway, ok)
-	return append(b, '}')
+	o := jsonscan.NewObject(b)
+	o.IntPtr("interface", ip.Interface)
+	o.String("address", IPNet(ip.Address).String())
+	optIP(o, "gateway", ip.Gateway)
+	return o.Close()
 }
 
-func appendRoute(b []byte, rt *Route, ok *bool) []byte {
+func appendRoute(b []byte, rt *Route) ([]byte, bool) {
 	if rt == nil {
-		return append(b, "null"...)
+		return append(b, "null"...), true
 	}
-	b = jsonscan.AppendString(append(b, `{"dst":`...), IPNet(rt.Dst).String())
-	b = optIP(b, "gw", rt.GW, ok)
-	b = optInt(b, "mtu", rt.MTU)
-	b = optInt(b, "advmss", rt.AdvMSS)
-	b = optInt(b, "priority", rt.Priority)
-	if rt.Table != nil {
-		b = strconv.AppendInt(member(b, "table"), int64(*rt.Table), 10)
-	}
-	if rt.Scope != nil {
-		b = strconv.AppendInt(member(b, "scope"), int64(*rt.Scope), 10)
-	}
-	return append(b, '}')
+	o := jsonscan.NewObject(b)
+	o.String("dst", IPNet(rt.Dst).String())
+	optIP(o, "gw", rt.GW)
+	o.OptInt("mtu", rt.MTU)
+	o.OptInt("advmss", rt.AdvMSS)
+	o.OptInt("priority", rt.Priority)
+	o.IntPtr("table", rt.Table)
+	o.IntPtr("scope", rt.Scope)
+	return o.Close()
 }
 
 func appendDNS(b []byte, d *DNS) []byte {
-	var in []byte // the members, each after a comma
-	in = optStrings(in, "nameservers", d.Nameservers)
-	in = optString(in, "domain", d.Domain)
-	in = optStrings(in, "search", d.Search)
-	in = optStrings(in, "options", d.Options)
-	return append(append(append(b, '{'), in[1:]...), '}')
+	o := jsonscan.NewObject(b)
+	o.OptStrings("nameservers", d.Nameservers)
+	o.OptString("domain", d.Domain)
+	o.OptStrings("search", d.Search)
+	o.OptStrings("options", d.Options)
+	b, _ = o.Close() // strings only: it cannot fail
+	return b
 }
 
-func optString(b []byte, key, s string) []byte {
-	if s == "" {
-		return b
+// optIP writes an address as net.IP's MarshalText does, unless it is
+// empty; an address of a length MarshalText refuses sends the caller to
+// the general path and its error.
+func optIP(o *jsonscan.Object, key string, ip net.IP) {
+	switch {
+	case len(ip) == 0:
+	case len(ip) != net.IPv4len && len(ip) != net.IPv6len:
+		o.Fail()
+	default:
+		o.String(key, ip.String())
 	}
-	return jsonscan.AppendString(member(b, key), s)
-}
-
-func optInt(b []byte, key string, n int) []byte {
-	if n == 0 {
-		return b
-	}
-	return strconv.AppendInt(member(b, key), int64(n), 10)
-}
-
-func optStrings(b []byte, key string, list []string) []byte {
-	if len(list) == 0 {
-		return b
-	}
-	b = append(member(b, key), '[')
-	for i, s := range list {
-		b = jsonscan.AppendString(comma(b, i), s)
-	}
-	return append(b, ']')
-}
-
-// optIP writes an address as net.IP's MarshalText does; an address of a
-// length it refuses sends the caller to the general path and its error.
-func optIP(b []byte, key string, ip net.IP, ok *bool) []byte {
-	if len(ip) == 0 {
-		return b
-	}
-	if len(ip) != net.IPv4len && len(ip) != net.IPv6len {
-		*ok = false
-		return b
-	}
-	return jsonscan.AppendString(member(b, key), ip.String())
 }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cnisuite/pkg/jsonscan"
 	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
@@ -76,6 +77,29 @@ func (s *State) Merge(newer *State) {
 			s.Sysctl = append(s.Sysctl, n)
 		}
 	}
+}
+
+// encode writes st as json.Marshal does: on the plain path (pkg/jsonscan)
+// without features or channels, the rarer keys.
+func (st *State) encode() ([]byte, error) {
+	if len(st.Features) > 0 || st.Channels != nil {
+		return json.Marshal(st)
+	}
+	o := jsonscan.NewObject(nil)
+	o.OptString("network", st.Network)
+	o.OptString("mac", st.MAC)
+	o.BoolPtr("promisc", st.Promisc)
+	o.OptInt("mtu", st.MTU)
+	o.BoolPtr("allmulti", st.Allmulti)
+	o.IntPtr("txQLen", st.TxQLen)
+	o.List("sysctl", len(st.Sysctl), func(b []byte, i int) ([]byte, bool) {
+		s := jsonscan.NewObject(b)
+		s.String("key", st.Sysctl[i].Path)
+		s.String("value", st.Sysctl[i].Value)
+		return s.Close()
+	})
+	data, _ := o.Close() // no raw members: it cannot fail
+	return data, nil
 }
 
 // Store keeps one state file per attachment in a directory. The directory
@@ -151,7 +175,7 @@ func (s Store) Save(containerID, ifName string, st *State) error {
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(st)
+	data, err := st.encode()
 	if err != nil {
 		return fmt.Errorf("encoding tuning state: %w", err)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -186,4 +188,24 @@ func listDir(t *testing.T, dir string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// FuzzStateEncode: a state file is written byte for byte as json.Marshal
+// writes it.
+func FuzzStateEncode(f *testing.F) {
+	f.Add("net", "0a:58:0a:58:00:05", 1500, 1000, true, "net.ipv4.conf.eth0.rp_filter", "1", false)
+	f.Add("<&>", "", 0, -1, false, "\u2028", "\xff", true)
+	f.Fuzz(func(t *testing.T, network, mac string, mtu, txq int, promisc bool, key, value string, features bool) {
+		st := &State{Network: network, MAC: mac, MTU: mtu, Promisc: &promisc, TxQLen: &txq,
+			Sysctl: []Setting{{Path: key, Value: value}, {Path: value, Value: key}}}
+		if features {
+			st.Features = map[string]bool{key: promisc}
+			st.Allmulti, st.TxQLen, st.Sysctl = &promisc, nil, nil
+		}
+		got, err := st.encode()
+		want, wantErr := json.Marshal(st)
+		if err != nil || wantErr != nil || !bytes.Equal(got, want) {
+			t.Fatalf("encode %s, %v\nMarshal %s, %v", got, err, want, wantErr)
+		}
+	})
 }
