@@ -51,13 +51,11 @@ func DelegateAdd(ctx context.Context, a *skel.CmdArgs, pluginType string, netcon
 	if err != nil {
 		return nil, err
 	}
-	var head struct {
-		CNIVersion string `json:"cniVersion"`
-	}
-	if err := types.Decode(netconf, &head); err != nil {
+	v, err := types.DecodeVersion(netconf)
+	if err != nil {
 		return nil, err
 	}
-	r, err := types.DecodeResult(out, head.CNIVersion)
+	r, err := types.DecodeResult(out, v)
 	if err != nil {
 		return nil, fmt.Errorf("result of %s: %w", pluginType, err)
 	}

@@ -66,3 +66,6 @@ func family(ip net.IP) int {
 	}
 	return 6
 }
+
+// Ptr returns a pointer to v, for the optional fields of configurations.
+func Ptr[T any](v T) *T { return &v }

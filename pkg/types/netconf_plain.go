@@ -7,26 +7,47 @@ var NetConfKeys = []string{"cniVersion", "name", "type", "capabilities", "ipam",
 	"cni.dev/valid-attachments", "cni.dev/attachments"}
 
 // DecodePlain reads a configuration on the plain path (pkg/jsonscan says
-// why): NetConf's keys into nc, the plugin's own keys through member,
-// which reads the value of keys[i] from rd, or calls rd.Fail for a key or
-// shape it leaves to encoding/json. keys must hold every other key the
-// plugin's configuration type decodes (scantest.SameKeys checks it), so
-// that a key written in another case goes to the general path too.
+// why): the plugin's own keys through member, which reads the value of
+// keys[i] from rd, or calls rd.Fail for a key or shape it leaves to
+// encoding/json; NetConf's other keys into nc. A key of keys that is also
+// one of NetConf's is the plugin's, as encoding/json gives a key to the
+// outer struct's field. keys must hold every other key the plugin's
+// configuration type decodes (scantest.SameKeys checks it), so that a key
+// written in another case goes to the general path too.
 //
 // On false the caller decodes data with Decode, into a fresh value: the
 // plain path may have filled part of this one.
 func DecodePlain(data []byte, nc *NetConf, keys []string, member func(rd *jsonscan.Reader, i int)) bool {
 	rd := jsonscan.NewReader(data)
-	all := append(append(make([]string, 0, len(NetConfKeys)+len(keys)), NetConfKeys...), keys...)
+	all := append(append(make([]string, 0, len(keys)+len(NetConfKeys)), keys...), NetConfKeys...)
 	rd.Object(all, func(i int) {
-		if i >= len(NetConfKeys) {
-			member(rd, i-len(NetConfKeys))
+		if i < len(keys) {
+			member(rd, i)
 			return
 		}
-		nc.plainMember(rd, i)
+		nc.plainMember(rd, i-len(keys))
 	})
 	return rd.OK()
 }
+
+// DecodeVersion reads the cniVersion of a configuration, on the plain path
+// when it can.
+func DecodeVersion(data []byte) (string, error) {
+	var head struct {
+		CNIVersion string `json:"cniVersion"`
+	}
+	rd := jsonscan.NewReader(data)
+	rd.Object([]string{"cniVersion"}, func(int) { head.CNIVersion = rd.String() })
+	if rd.OK() {
+		return head.CNIVersion, nil
+	}
+	head.CNIVersion = ""
+	err := Decode(data, &head)
+	return head.CNIVersion, err
+}
+
+// ReadRoute reads a route on the plain path, as Route's UnmarshalJSON.
+func ReadRoute(rd *jsonscan.Reader) *Route { return plainRoute(rd) }
 
 func (c *NetConf) plainMember(rd *jsonscan.Reader, i int) {
 	switch NetConfKeys[i] {

@@ -26,6 +26,13 @@ func FuzzPlainNetConf(f *testing.F) {
 	}
 	f.Add([]byte(`{"cni.dev/attachments":[],"IPAM":{"Type":"x"},"capabilities":{"a":true,"a":false}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		var head struct {
+			CNIVersion string `json:"cniVersion"`
+		}
+		headErr := Decode(data, &head)
+		if v, err := DecodeVersion(data); v != head.CNIVersion || (err == nil) != (headErr == nil) {
+			t.Fatalf("DecodeVersion(%s) = %q, %v; Decode: %q, %v", data, v, err, head.CNIVersion, headErr)
+		}
 		var plain, general NetConf
 		if !DecodePlain(data, &plain, nil, func(rd *jsonscan.Reader, _ int) { rd.Fail() }) {
 			return

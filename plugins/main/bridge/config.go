@@ -8,6 +8,7 @@ import (
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/macaddr"
 	"cnisuite/pkg/types"
+	"cnisuite/pkg/version"
 	"cnisuite/pkg/vlanplan"
 )
 
@@ -67,22 +68,39 @@ type NetConf struct {
 	filterIngress bool
 }
 
+// decodeConf decodes the configuration, on the plain path when it can.
+func decodeConf(data []byte) (*NetConf, error) {
+	conf := &NetConf{BrName: defaultBridge}
+	if conf.decodePlain(data) {
+		return conf, nil
+	}
+	conf = &NetConf{BrName: defaultBridge}
+	if err := types.Decode(data, conf); err != nil {
+		return nil, err
+	}
+	return conf, nil
+}
+
 // loadConf decodes the configuration, applies defaults, picks the container
 // MAC from cniArgs (CNI_ARGS) and validates everything, reporting every
 // problem at once.
 func loadConf(data []byte, cniArgs string) (*NetConf, error) {
-	conf := &NetConf{BrName: defaultBridge}
-	if err := types.Decode(data, conf); err != nil {
+	conf, err := decodeConf(data)
+	if err != nil {
 		return nil, err
-	}
-	var raw struct {
-		IPAM json.RawMessage `json:"ipam"`
-	}
-	if err := json.Unmarshal(data, &raw); err == nil {
-		conf.rawIPAM = raw.IPAM
 	}
 	if conf.CNIVersion == "" {
 		conf.CNIVersion = "0.1.0"
+	}
+	// Only a 0.1.0/0.2.0 result needs the ipam object as given
+	// (ConfigExpressible).
+	if fam, _ := version.FamilyOf(conf.CNIVersion); fam == version.Family020 {
+		var raw struct {
+			IPAM json.RawMessage `json:"ipam"`
+		}
+		if err := json.Unmarshal(data, &raw); err == nil {
+			conf.rawIPAM = raw.IPAM
+		}
 	}
 	if conf.IsDefaultGW {
 		conf.IsGW = true

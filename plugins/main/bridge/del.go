@@ -74,8 +74,8 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 // nor a bridge name that ADD refused (no link can have it, so no port of it
 // is looked for; the lease and rules of the attachment still go).
 func loadDelConf(data []byte, stderr io.Writer) (*NetConf, error) {
-	conf := &NetConf{BrName: defaultBridge}
-	if err := types.Decode(data, conf); err != nil {
+	conf, err := decodeConf(data)
+	if err != nil {
 		return nil, err
 	}
 	if err := types.ValidateLinkName("bridge", conf.BrName); err != nil {

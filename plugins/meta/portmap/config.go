@@ -61,6 +61,14 @@ var mappingKeys = map[string]bool{"hostPort": true, "containerPort": true, "prot
 // a feature (netavark's range) that this plugin would otherwise ignore
 // without a word.
 func UnknownMappingKeys(stdin []byte) []string {
+	if out, ok := unknownKeysPlain(stdin); ok {
+		return out
+	}
+	return unknownKeysGeneral(stdin)
+}
+
+// unknownKeysGeneral is UnknownMappingKeys through encoding/json.
+func unknownKeysGeneral(stdin []byte) []string {
 	var raw struct {
 		RuntimeConfig struct {
 			PortMaps []map[string]json.RawMessage `json:"portMappings"`
@@ -77,10 +85,18 @@ func UnknownMappingKeys(stdin []byte) []string {
 				keys = append(keys, k)
 			}
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			out = append(out, fmt.Sprintf("runtimeConfig.portMappings[%d].%s", i, k))
-		}
+		out = append(out, mappingPaths(i, keys)...)
+	}
+	return out
+}
+
+// mappingPaths names the keys of the i-th mapping by their JSON path, in
+// sorted order.
+func mappingPaths(i int, keys []string) []string {
+	sort.Strings(keys)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("runtimeConfig.portMappings[%d].%s", i, k))
 	}
 	return out
 }
@@ -98,10 +114,23 @@ func knownMappingKey(k string) bool {
 	return false
 }
 
+// decode decodes the configuration, on the plain path when it can.
+func decode(stdin []byte) (*Config, error) {
+	c := &Config{}
+	if c.decodePlain(stdin) {
+		return c, nil
+	}
+	c = &Config{}
+	if err := types.Decode(stdin, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // Load decodes and validates a configuration.
 func Load(stdin []byte) (*Config, error) {
-	c := &Config{}
-	if err := types.Decode(stdin, c); err != nil {
+	c, err := decode(stdin)
+	if err != nil {
 		return nil, err
 	}
 	if err := c.Validate(); err != nil {

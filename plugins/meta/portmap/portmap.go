@@ -9,6 +9,7 @@ import (
 
 	"cnisuite/pkg/concurrent"
 	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/jsonscan"
 	"cnisuite/pkg/records"
 	"cnisuite/pkg/resync"
 	"cnisuite/pkg/skel"
@@ -133,7 +134,12 @@ func sysctlHolder(a *skel.CmdArgs) string {
 	var head struct {
 		Name string `json:"name"`
 	}
-	_ = json.Unmarshal(a.StdinData, &head) // decoded and validated before
+	rd := jsonscan.NewReader(a.StdinData) // the plain path (pkg/jsonscan)
+	rd.Object([]string{"name"}, func(int) { head.Name = rd.String() })
+	if !rd.OK() {
+		head.Name = ""
+		_ = json.Unmarshal(a.StdinData, &head) // decoded and validated before
+	}
 	return sysctlkeep.Holder("portmap", head.Name, a.ContainerID, a.IfName)
 }
 
@@ -215,8 +221,8 @@ func (p *plugin) Del(ctx context.Context, a *skel.CmdArgs) error {
 // options are dropped, said on stderr, and the attachment's rules, if an
 // earlier configuration made any, are removed by owner as usual.
 func loadForDel(a *skel.CmdArgs) (*Config, error) {
-	c := &Config{}
-	if err := types.Decode(a.StdinData, c); err != nil {
+	c, err := decode(a.StdinData)
+	if err != nil {
 		return nil, err
 	}
 	if err := c.Validate(); err != nil {

@@ -23,11 +23,11 @@ func (c *Config) decodePlain(data []byte) bool {
 		case "mtu":
 			c.MTU = rd.Int()
 		case "promisc":
-			c.Promisc = ptr(rd.Bool())
+			c.Promisc = types.Ptr(rd.Bool())
 		case "allmulti":
-			c.Allmulti = ptr(rd.Bool())
+			c.Allmulti = types.Ptr(rd.Bool())
 		case "txQLen":
-			c.TxQLen = ptr(rd.Int())
+			c.TxQLen = types.Ptr(rd.Int())
 		case "dataDir":
 			c.DataDir = rd.String()
 		case "runtimeConfig":
@@ -37,5 +37,3 @@ func (c *Config) decodePlain(data []byte) bool {
 		}
 	})
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -66,8 +66,11 @@ type config struct {
 // parseConf decodes stdin and applies the defaults that need no validation.
 func parseConf(data []byte) (*netConf, error) {
 	var n netConf
-	if err := types.Decode(data, &n); err != nil {
-		return nil, err
+	if !n.decodePlain(data) {
+		n = netConf{}
+		if err := types.Decode(data, &n); err != nil {
+			return nil, err
+		}
 	}
 	if n.IPAM == nil {
 		return nil, types.Errorf(types.ErrInvalidConfig, "IPAM config missing 'ipam' key")
