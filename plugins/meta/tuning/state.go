@@ -161,11 +161,68 @@ func (s Store) Load(containerID, ifName string) (*State, error) {
 	if err != nil {
 		return nil, types.Errorf(types.ErrIO, "reading tuning state: %w", err)
 	}
-	st := &State{}
-	if err := json.Unmarshal(data, st); err != nil {
+	st, err := decodeState(data)
+	if err != nil {
 		return nil, types.Errorf(types.ErrDecoding, "tuning state %s: %w", d.Join(n), err)
 	}
 	return st, nil
+}
+
+// stateKeys are State's keys, in the order of its fields.
+var stateKeys = []string{"network", "mac", "promisc", "mtu", "allmulti", "txQLen", "sysctl", "features", "channels"}
+
+// decodeState reads a state file, on the plain path unless it holds
+// channels or a shape only encoding/json reads.
+func decodeState(data []byte) (*State, error) {
+	if st, ok := plainState(data); ok {
+		return st, nil
+	}
+	st := &State{}
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// plainState reads a state file on the plain path (pkg/jsonscan).
+func plainState(data []byte) (*State, bool) {
+	st := &State{}
+	rd := jsonscan.NewReader(data)
+	rd.Object(stateKeys, func(i int) {
+		switch stateKeys[i] {
+		case "network":
+			st.Network = rd.String()
+		case "mac":
+			st.MAC = rd.String()
+		case "promisc":
+			st.Promisc = types.Ptr(rd.Bool())
+		case "mtu":
+			st.MTU = rd.Int()
+		case "allmulti":
+			st.Allmulti = types.Ptr(rd.Bool())
+		case "txQLen":
+			st.TxQLen = types.Ptr(rd.Int())
+		case "sysctl":
+			st.Sysctl = []Setting{} // [] is an empty list, as encoding/json reads it
+			rd.Array(func() {
+				var set Setting
+				rd.Object([]string{"key", "value"}, func(i int) {
+					if i == 0 {
+						set.Path = rd.String()
+					} else {
+						set.Value = rd.String()
+					}
+				})
+				st.Sysctl = append(st.Sysctl, set)
+			})
+		case "features":
+			st.Features = map[string]bool{}
+			rd.Members(func(key string) { st.Features[key] = rd.Bool() })
+		default: // channels
+			rd.Fail()
+		}
+	})
+	return st, rd.OK()
 }
 
 // Save writes the attachment's state atomically: a 0600 file, in a
@@ -266,8 +323,8 @@ func ownedBy(d *statedir.Dir, name, network string) bool {
 	if err != nil {
 		return false
 	}
-	var st State
-	if json.Unmarshal(data, &st) != nil {
+	st, err := decodeState(data)
+	if err != nil {
 		return false
 	}
 	return st.Network != "" && st.Network == network

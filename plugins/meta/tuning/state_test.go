@@ -10,6 +10,7 @@ import (
 	"sort"
 	"testing"
 
+	"cnisuite/pkg/jsonscan/scantest"
 	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
 )
@@ -206,6 +207,31 @@ func FuzzStateEncode(f *testing.F) {
 		want, wantErr := json.Marshal(st)
 		if err != nil || wantErr != nil || !bytes.Equal(got, want) {
 			t.Fatalf("encode %s, %v\nMarshal %s, %v", got, err, want, wantErr)
+		}
+	})
+}
+
+func TestStateKeys(t *testing.T) {
+	scantest.SameKeys(t, reflect.TypeOf(State{}), stateKeys)
+}
+
+// FuzzStateDecode: wherever the plain path reads a state file,
+// json.Unmarshal reads the same; the files Save writes take the plain path.
+func FuzzStateDecode(f *testing.F) {
+	saved, err := (&State{Network: "n", MAC: "0a:58:0a:58:00:05", MTU: 1500, Promisc: types.Ptr(false),
+		TxQLen: types.Ptr(1000), Sysctl: []Setting{{Path: "net/ipv4/conf/eth0/rp_filter", Value: "1"}}}).encode()
+	if _, ok := plainState(saved); err != nil || !ok {
+		f.Fatalf("a saved state (%v) does not take the plain path: %s", err, saved)
+	}
+	f.Add(saved)
+	f.Add([]byte(`{"mac":"x","Mac":"y","features":{"tso":true,"tso":false},"sysctl":[null],"channels":{"rx":1}}`))
+	f.Add([]byte(`{"promisc":true,"allmulti":false,"txQLen":5,"features":{},"sysctl":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := decodeState(data)
+		var want State
+		wantErr := json.Unmarshal(data, &want)
+		if (err == nil) != (wantErr == nil) || err == nil && !reflect.DeepEqual(got, &want) {
+			t.Fatalf("%s: decodeState %+v, %v; json.Unmarshal %+v, %v", data, got, err, want, wantErr)
 		}
 	})
 }
