@@ -1,16 +1,19 @@
 // Package jsonscan reads and writes the plain shapes of small JSON
 // documents without reflection. A plugin process decodes and encodes a few
 // documents once each, so encoding/json's per-type set-up (the field
-// tables it builds on a type's first use) costs more than the work itself:
-// 0.2–0.3 ms of a result's first decode and encode, per process (RESULTS.md
-// round 16).
+// tables it builds on a type's first use, and its decoder's and encoder's
+// own first use) costs more than the work itself: 0.7–1.25 ms of CPU per
+// plugin process of a chain ADD before this package (RESULTS.md round 16).
 //
 // A Reader takes only the plain shapes: strings without escapes, integer
-// literals, objects whose keys appear once and exactly as known. On
-// anything else — an escape, a fraction, a null, a repeated key, a key that
-// differs from a known one only in case — it stops and reports false, and
-// the caller decodes the document with encoding/json, which stays the rule
-// for what a document means and for every error message.
+// literals, booleans, arrays, raw values other than null, and objects
+// whose keys appear once and exactly as known. On anything else — an
+// escape, a fraction, a null, a repeated key, a key that differs from a
+// known one only in case — it stops and reports false, and the caller
+// decodes the document with encoding/json, which stays the rule for what a
+// document means and for every error message. An Object writes what
+// json.Marshal writes, byte for byte, and likewise reports false for a
+// member it leaves to json.Marshal.
 package jsonscan
 
 import (
