@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 
 	"cnisuite/pkg/concurrent"
 	"cnisuite/pkg/firewall"
-	"cnisuite/pkg/jsonscan"
 	"cnisuite/pkg/records"
 	"cnisuite/pkg/resync"
 	"cnisuite/pkg/skel"
@@ -114,10 +112,10 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 		if v4 == nil || !pm.SNAT || pm.MasqAll {
 			return nil
 		}
-		return p.enableLocalnet(a, v4.IP)
+		return p.enableLocalnet(c, a, v4.IP)
 	}
 	if err := concurrent.First(concurrent.Run(rules, localnet)); err != nil {
-		if rerr := p.host.ReleaseLocalnet(sysctlHolder(a)); rerr != nil && a.Stderr != nil {
+		if rerr := p.host.ReleaseLocalnet(sysctlHolder(c, a)); rerr != nil && a.Stderr != nil {
 			fmt.Fprintf(a.Stderr, "portmap: cleanup after failed ADD: %v\n", rerr)
 		}
 		return nil, err
@@ -130,26 +128,17 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 }
 
 // sysctlHolder names the attachment among the holders of node sysctls.
-func sysctlHolder(a *skel.CmdArgs) string {
-	var head struct {
-		Name string `json:"name"`
-	}
-	rd := jsonscan.NewReader(a.StdinData) // the plain path (pkg/jsonscan)
-	rd.Object([]string{"name"}, func(int) { head.Name = rd.String() })
-	if !rd.OK() {
-		head.Name = ""
-		_ = json.Unmarshal(a.StdinData, &head) // decoded and validated before
-	}
-	return sysctlkeep.Holder("portmap", head.Name, a.ContainerID, a.IfName)
+func sysctlHolder(c *Config, a *skel.CmdArgs) string {
+	return sysctlkeep.Holder("portmap", c.Name, a.ContainerID, a.IfName)
 }
 
 // enableLocalnet lets 127.0.0.1:hostPort reach the container. Without a
 // route to the container the mappings stay in place, as the reference
 // plugin keeps them: only the 127.0.0.1 ones cannot work until a route
 // exists, and stderr says so.
-func (p *plugin) enableLocalnet(a *skel.CmdArgs, ip net.IP) error {
+func (p *plugin) enableLocalnet(c *Config, a *skel.CmdArgs, ip net.IP) error {
 	done := a.Log.Step("routeLocalnet")
-	err := p.host.EnableLocalnet(ip, sysctlHolder(a))
+	err := p.host.EnableLocalnet(ip, sysctlHolder(c, a))
 	done()
 	if errors.Is(err, errNoRoute) {
 		if a.Stderr != nil {
@@ -207,7 +196,7 @@ func (p *plugin) Del(ctx context.Context, a *skel.CmdArgs) error {
 	// The record first: a repair running now finishes before, and none
 	// starts after, so none puts the rules back (pkg/records).
 	recErr := p.removeRecord(c, a)
-	err = errors.Join(recErr, be.Remove(ctx, owner(c, a)), p.host.ReleaseLocalnet(sysctlHolder(a)))
+	err = errors.Join(recErr, be.Remove(ctx, owner(c, a)), p.host.ReleaseLocalnet(sysctlHolder(c, a)))
 	done()
 	if err != nil {
 		return err

@@ -50,7 +50,7 @@ func (p *plugin) repair(ctx context.Context, r records.Record, dryRun bool) ([]s
 			}
 			return []string{"route_localnet"}, nil
 		},
-		Put: func(context.Context) error { return p.enableLocalnet(a, v4.IP) },
+		Put: func(context.Context) error { return p.enableLocalnet(c, a, v4.IP) },
 	}
 	return resync.Repair(ctx, dryRun, resync.Rules("port mappings", backend, owner(c, a), firewall.Rules{PortMaps: pm}), localnet)
 }
