@@ -135,12 +135,9 @@ func (inv *invocation) readConfig(a *CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	var head configHead
-	if !head.decodePlain(data) {
-		head = configHead{}
-		if err := types.Decode(data, &head); err != nil {
-			return err
-		}
+	head, err := types.DecodeFresh(data, nil, (*configHead).decodePlain)
+	if err != nil {
+		return err
 	}
 	inv.network = head.Name
 	inv.startLog(head.LogFile, head.LogLevel, a)
@@ -165,8 +162,7 @@ type configHead struct {
 // headKeys are configHead's keys, in the order of its fields.
 var headKeys = []string{"cniVersion", "name", "logFile", "logLevel"}
 
-// decodePlain reads the head on the plain path (pkg/jsonscan); on false,
-// decode it with types.Decode into a fresh value.
+// decodePlain reads the head on the plain path (pkg/jsonscan).
 func (h *configHead) decodePlain(data []byte) bool {
 	rd := jsonscan.NewReader(data)
 	rd.Object(headKeys, func(i int) {

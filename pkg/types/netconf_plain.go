@@ -30,20 +30,43 @@ func DecodePlain(data []byte, nc *NetConf, keys []string, member func(rd *jsonsc
 	return rd.OK()
 }
 
-// DecodeVersion reads the cniVersion of a configuration, on the plain path
-// when it can.
-func DecodeVersion(data []byte) (string, error) {
-	var head struct {
-		CNIVersion string `json:"cniVersion"`
+// DecodeFresh decodes a configuration into a value fresh makes (new(T)
+// when fresh is nil): on the plain path when plain takes data, otherwise by
+// Decode into another fresh value, since the plain path may have filled
+// part of the first.
+func DecodeFresh[T any](data []byte, fresh func() *T, plain func(*T, []byte) bool) (*T, error) {
+	if fresh == nil {
+		fresh = func() *T { return new(T) }
 	}
+	v := fresh()
+	if plain(v, data) {
+		return v, nil
+	}
+	v = fresh()
+	if err := Decode(data, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// versionHead is the cniVersion of a configuration.
+type versionHead struct {
+	CNIVersion string `json:"cniVersion"`
+}
+
+func (h *versionHead) decodePlain(data []byte) bool {
 	rd := jsonscan.NewReader(data)
-	rd.Object([]string{"cniVersion"}, func(int) { head.CNIVersion = rd.String() })
-	if rd.OK() {
-		return head.CNIVersion, nil
+	rd.Object([]string{"cniVersion"}, func(int) { h.CNIVersion = rd.String() })
+	return rd.OK()
+}
+
+// DecodeVersion reads the cniVersion of a configuration.
+func DecodeVersion(data []byte) (string, error) {
+	h, err := DecodeFresh(data, nil, (*versionHead).decodePlain)
+	if err != nil {
+		return "", err
 	}
-	head.CNIVersion = ""
-	err := Decode(data, &head)
-	return head.CNIVersion, err
+	return h.CNIVersion, nil
 }
 
 // ReadRoute reads a route on the plain path, as Route's UnmarshalJSON.

@@ -70,15 +70,7 @@ type NetConf struct {
 
 // decodeConf decodes the configuration, on the plain path when it can.
 func decodeConf(data []byte) (*NetConf, error) {
-	conf := &NetConf{BrName: defaultBridge}
-	if conf.decodePlain(data) {
-		return conf, nil
-	}
-	conf = &NetConf{BrName: defaultBridge}
-	if err := types.Decode(data, conf); err != nil {
-		return nil, err
-	}
-	return conf, nil
+	return types.DecodeFresh(data, func() *NetConf { return &NetConf{BrName: defaultBridge} }, (*NetConf).decodePlain)
 }
 
 // loadConf decodes the configuration, applies defaults, picks the container

@@ -116,15 +116,7 @@ func knownMappingKey(k string) bool {
 
 // decode decodes the configuration, on the plain path when it can.
 func decode(stdin []byte) (*Config, error) {
-	c := &Config{}
-	if c.decodePlain(stdin) {
-		return c, nil
-	}
-	c = &Config{}
-	if err := types.Decode(stdin, c); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return types.DecodeFresh(stdin, nil, (*Config).decodePlain)
 }
 
 // Load decodes and validates a configuration.

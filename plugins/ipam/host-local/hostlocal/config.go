@@ -65,12 +65,9 @@ type config struct {
 
 // parseConf decodes stdin and applies the defaults that need no validation.
 func parseConf(data []byte) (*netConf, error) {
-	var n netConf
-	if !n.decodePlain(data) {
-		n = netConf{}
-		if err := types.Decode(data, &n); err != nil {
-			return nil, err
-		}
+	n, err := types.DecodeFresh(data, nil, (*netConf).decodePlain)
+	if err != nil {
+		return nil, err
 	}
 	if n.IPAM == nil {
 		return nil, types.Errorf(types.ErrInvalidConfig, "IPAM config missing 'ipam' key")
@@ -78,7 +75,7 @@ func parseConf(data []byte) (*netConf, error) {
 	if n.CNIVersion == "" {
 		n.CNIVersion = "0.1.0"
 	}
-	return &n, nil
+	return n, nil
 }
 
 // dataDir is ipam.dataDir, or its default in the call's environment env:
