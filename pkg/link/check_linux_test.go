@@ -21,7 +21,7 @@ func TestVerifyIfaceRouteInAnotherTable(t *testing.T) {
 	in := sandbox.VethPairNS(t)
 	ipc, _ := types.ParseCIDR("10.66.0.2/24")
 	res := &types.Result{Interfaces: []*types.Interface{{Name: "dum0"}},
-		IPs: []*types.IPConfig{{Interface: types.Int(0), Address: *ipc}}}
+		IPs: []*types.IPConfig{{Interface: types.Ptr(0), Address: *ipc}}}
 	in(t, func(l, _ netlink.Link) {
 		addr := &netlink.Addr{IPNet: &net.IPNet{IP: ipc.IP, Mask: ipc.Mask}, Flags: unix.IFA_F_NODAD}
 		if err := netlink.AddrAdd(l, addr); err != nil {

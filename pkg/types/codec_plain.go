@@ -78,7 +78,7 @@ func plainIP(rd *jsonscan.Reader) *IPConfig {
 	rd.Object(ipKeys, func(i int) {
 		switch i {
 		case 0:
-			ip.Interface = Int(rd.Int())
+			ip.Interface = Ptr(rd.Int())
 		case 1:
 			ip.Address = plainCIDR(rd)
 		case 2:
@@ -103,9 +103,9 @@ func plainRoute(rd *jsonscan.Reader) *Route {
 		case 4:
 			rt.Priority = rd.Int()
 		case 5:
-			rt.Table = Int(rd.Int())
+			rt.Table = Ptr(rd.Int())
 		case 6:
-			rt.Scope = Int(rd.Int())
+			rt.Scope = Ptr(rd.Int())
 		}
 	})
 	return rt

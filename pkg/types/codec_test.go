@@ -29,11 +29,11 @@ func fullResult(t testing.TB) *Result {
 			{Name: "eth0", Mac: "00:11:22:33:44:66", Sandbox: "/var/run/netns/x", SocketPath: "/s", PciID: "0000:00:01.0"},
 		},
 		IPs: []*IPConfig{
-			{Interface: Int(1), Address: mustCIDR(t, "10.1.2.3/24"), Gateway: net.ParseIP("10.1.2.1").To4()},
-			{Interface: Int(1), Address: mustCIDR(t, "fd00::3/64"), Gateway: net.ParseIP("fd00::1")},
+			{Interface: Ptr(1), Address: mustCIDR(t, "10.1.2.3/24"), Gateway: net.ParseIP("10.1.2.1").To4()},
+			{Interface: Ptr(1), Address: mustCIDR(t, "fd00::3/64"), Gateway: net.ParseIP("fd00::1")},
 		},
 		Routes: []*Route{
-			{Dst: mustCIDR(t, "0.0.0.0/0"), GW: net.ParseIP("10.1.2.1").To4(), MTU: 1400, AdvMSS: 1360, Priority: 5, Table: Int(100), Scope: Int(0)},
+			{Dst: mustCIDR(t, "0.0.0.0/0"), GW: net.ParseIP("10.1.2.1").To4(), MTU: 1400, AdvMSS: 1360, Priority: 5, Table: Ptr(100), Scope: Ptr(0)},
 			{Dst: mustCIDR(t, "::/0")},
 		},
 		DNS: DNS{Nameservers: []string{"10.1.2.1"}, Domain: "example", Search: []string{"a.example"}, Options: []string{"ndots:2"}},

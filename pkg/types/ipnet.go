@@ -47,8 +47,9 @@ func (n *IPNet) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Int returns a pointer to i, for the optional integer fields of a result.
-func Int(i int) *int { return &i }
+// Ptr returns a pointer to v, for the optional fields of results and
+// configurations.
+func Ptr[T any](v T) *T { return &v }
 
 // normIP returns IPv4 addresses in their 4-byte form, so decoded results
 // compare equal to the ones plugins build.
@@ -66,6 +67,3 @@ func family(ip net.IP) int {
 	}
 	return 6
 }
-
-// Ptr returns a pointer to v, for the optional fields of configurations.
-func Ptr[T any](v T) *T { return &v }

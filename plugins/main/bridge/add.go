@@ -149,7 +149,7 @@ func (at *attach) runIPAM(ctx context.Context) error {
 	}
 	at.res.IPs, at.res.Routes, at.res.DNS = ipamRes.IPs, ipamRes.Routes, ipamRes.DNS
 	for _, ip := range at.res.IPs {
-		ip.Interface = types.Int(ifContainer)
+		ip.Interface = types.Ptr(ifContainer)
 		if conf.IsGW && ip.Gateway == nil {
 			ip.Gateway = ipmath.FirstHost(ip.Address)
 		}

@@ -26,8 +26,8 @@ func fakeAttach(t *testing.T, conf string, fw *fwfake.Backend) *attach {
 	res := &types.Result{
 		Interfaces: []*types.Interface{{Name: "cni0"}, {Name: "veth01234567"}, {Name: "eth0", Mac: "0a:58:0a:16:00:05", Sandbox: "/run/netns/x"}},
 		IPs: []*types.IPConfig{
-			{Interface: types.Int(2), Address: *v4, Gateway: ipmath.FirstHost(*v4)},
-			{Interface: types.Int(2), Address: *v6, Gateway: ipmath.FirstHost(*v6)},
+			{Interface: types.Ptr(2), Address: *v4, Gateway: ipmath.FirstHost(*v4)},
+			{Interface: types.Ptr(2), Address: *v6, Gateway: ipmath.FirstHost(*v6)},
 		},
 	}
 	return &attach{p: p, conf: c, args: &skel.CmdArgs{ContainerID: "ctr1", IfName: "eth0"}, res: res}

@@ -70,7 +70,7 @@ func loopbackResult(sandbox string, addrs []netlink.Addr) *types.Result {
 		w, _ := types.ParseCIDR(want)
 		for _, a := range addrs {
 			if a.IPNet.IP.Equal(w.IP) {
-				r.IPs = append(r.IPs, &types.IPConfig{Interface: types.Int(0), Address: *w})
+				r.IPs = append(r.IPs, &types.IPConfig{Interface: types.Ptr(0), Address: *w})
 			}
 		}
 	}
