@@ -7,6 +7,11 @@ graphs, -g) into CPU time per call of one process (RESULTS.md round 15).
       call (by name), in ms of CPU per call
   fold.py under COMM FRAME CALLS HZ < perf.txt
       the callees of FRAME that COMM's samples pass through, in ms per call
+  fold.py kinds CALLS HZ COMM... < perf.txt
+      a table, one column per COMM: what of its CPU per call is the Go
+      start-up, package inits, page faults, the runtime's own system calls,
+      the system calls that do the call's work (netlink, /proc/sys, state
+      files), other user code, and kernel work with no Go frame (exec, exit)
 
 CALLS is the number of calls the profile covers, HZ the sampling frequency
 (perf record -F). Build the binaries without -s -w so that perf names Go
@@ -46,7 +51,51 @@ def category(frames):
     return "user"
 
 
+# System calls the Go runtime makes for itself (threads, memory, timers,
+# signals, waiting): start-up and scheduling, not the call's work.
+RUNTIME_SYSCALLS = {
+    "arch_prctl", "clone", "clone3", "epoll_create1", "epoll_ctl", "epoll_pwait",
+    "eventfd2", "execve", "exit", "exit_group", "fcntl", "futex", "getpid", "gettid",
+    "madvise", "mmap", "mprotect", "munmap", "nanosleep", "pipe2", "prlimit64",
+    "rt_sigaction", "rt_sigprocmask", "sched_getaffinity", "sched_yield",
+    "sigaltstack", "tgkill", "uname",
+}
+
+
+def kind(frames):
+    """What one sample of a Go process is: the rows of `kinds`."""
+    if not any("runtime." in f or "/" in f or f.startswith("main.") for f in frames):
+        return "kernel, no Go frame (exec, exit)"
+    if "runtime.rt0_go.abi0" in frames:
+        return "Go start-up (rt0_go)"
+    if any(f.startswith("runtime.doInit") for f in frames):
+        return "package inits"
+    cat = category(frames)
+    if cat == "page fault":
+        return "page faults"
+    if cat.startswith("syscall "):
+        name = cat.split()[1]
+        return "runtime's system calls" if name in RUNTIME_SYSCALLS else "the work's system calls"
+    return "user code"
+
+
+def kinds(argv):
+    calls, hz, comms = float(argv[2]), float(argv[3]), argv[4:]
+    per_call = 1000.0 / hz / calls
+    count = {c: collections.Counter() for c in comms}
+    for c, frames in samples(sys.stdin):
+        if c in count:
+            count[c][kind(frames)] += 1
+    rows = sorted({k for c in count.values() for k in c})
+    print(f"{'ms of CPU per call':34}" + "".join(f"{c[:11]:>12}" for c in comms))
+    for r in rows + ["total"]:
+        cells = (sum(count[c].values()) if r == "total" else count[c][r] for c in comms)
+        print(f"{r:34}" + "".join(f"{n * per_call:12.2f}" for n in cells))
+
+
 def main(argv):
+    if len(argv) >= 5 and argv[1] == "kinds":
+        return kinds(argv)
     if len(argv) == 5 and argv[1] == "split":
         comm, anchor, calls, hz = argv[2], None, float(argv[3]), float(argv[4])
     elif len(argv) == 6 and argv[1] == "under":
