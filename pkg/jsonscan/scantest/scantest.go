@@ -3,6 +3,7 @@
 package scantest
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -10,17 +11,24 @@ import (
 )
 
 // Keys returns the JSON keys encoding/json decodes into a struct type:
-// exported fields by their tag or name, then the keys of embedded structs
+// exported fields by their tag or name (a tag of "-" drops the field, "-,"
+// names it "-"), then the keys of embedded structs, or pointers to them,
 // that no outer field has taken (the outer field wins a key).
 func Keys(t reflect.Type) []string {
 	var keys, embedded []string
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		typ := f.Type
+		if typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
 		switch {
-		case name == "-" || !f.IsExported() && !f.Anonymous:
-		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
-			embedded = append(embedded, Keys(f.Type)...)
+		case tag == "-":
+		case f.Anonymous && name == "" && typ.Kind() == reflect.Struct:
+			embedded = append(embedded, Keys(typ)...)
+		case !f.IsExported():
 		case name == "":
 			keys = append(keys, f.Name)
 		default:
@@ -39,6 +47,14 @@ func Keys(t reflect.Type) []string {
 // keys of typ.
 func SameKeys(t *testing.T, typ reflect.Type, plain ...[]string) {
 	t.Helper()
+	if err := Diff(typ, plain...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Diff is SameKeys' check: nil when the lists in plain hold together
+// exactly the keys of typ, else an error naming both sets.
+func Diff(typ reflect.Type, plain ...[]string) error {
 	want := Keys(typ)
 	var got []string
 	for _, p := range plain {
@@ -48,6 +64,7 @@ func SameKeys(t *testing.T, typ reflect.Type, plain ...[]string) {
 	slices.Sort(got)
 	got = slices.Compact(got)
 	if !slices.Equal(got, want) {
-		t.Fatalf("the plain decoder of %v reads keys %q; encoding/json reads %q", typ, got, want)
+		return fmt.Errorf("the plain decoder of %v reads keys %q; encoding/json reads %q", typ, got, want)
 	}
+	return nil
 }
