@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+	"unicode/utf8"
 
 	"cnisuite/pkg/jsonscan/scantest"
 	"cnisuite/pkg/statedir"
@@ -104,6 +105,9 @@ func TestStoreReadsReferenceBackup(t *testing.T) {
 	if got.MAC != "02:00:00:00:00:05" || got.MTU != 1450 || *got.Promisc || !*got.Allmulti || *got.TxQLen != 500 {
 		t.Errorf("Load(reference backup) = %+v", got)
 	}
+	if _, ok := plainState([]byte(ref)); !ok {
+		t.Errorf("the reference plugin's backup does not take the plain path: %s", ref)
+	}
 }
 
 func TestStoreRefusesUnsafeNames(t *testing.T) {
@@ -192,7 +196,7 @@ func listDir(t *testing.T, dir string) []string {
 }
 
 // FuzzStateEncode: a state file is written byte for byte as json.Marshal
-// writes it.
+// writes it, and reads back as the state written.
 func FuzzStateEncode(f *testing.F) {
 	f.Add("net", "0a:58:0a:58:00:05", 1500, 1000, true, "net.ipv4.conf.eth0.rp_filter", "1", false)
 	f.Add("<&>", "", 0, -1, false, "\u2028", "\xff", true)
@@ -207,6 +211,17 @@ func FuzzStateEncode(f *testing.F) {
 		want, wantErr := json.Marshal(st)
 		if err != nil || wantErr != nil || !bytes.Equal(got, want) {
 			t.Fatalf("encode %s, %v\nMarshal %s, %v", got, err, want, wantErr)
+		}
+		// What Save writes, Load reads back as it was (strings that are
+		// not UTF-8 come back with U+FFFD, as encoding/json writes them).
+		for _, s := range []string{network, mac, key, value} {
+			if !utf8.ValidString(s) {
+				return
+			}
+		}
+		back, err := decodeState(got)
+		if err != nil || !reflect.DeepEqual(back, st) {
+			t.Fatalf("%s read back as %+v, %v; want %+v", got, back, err, st)
 		}
 	})
 }
