@@ -10,6 +10,7 @@ import (
 	"cnisuite/pkg/macaddr"
 	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/types"
+	"cnisuite/plugins/meta/tuning/backup"
 	"cnisuite/plugins/meta/tuning/ethconf"
 )
 
@@ -199,21 +200,15 @@ func (c *Config) validateSysctls(ifName string) error {
 	return errors.Join(errs...)
 }
 
-// Setting is one resolved sysctl: its path relative to /proc/sys and value.
-type Setting struct {
-	Path  string `json:"key"`
-	Value string `json:"value"`
-}
-
 // Settings resolves the sysctl keys for ifName; Validate has accepted them.
-func (c *Config) Settings(ifName string) ([]Setting, error) {
-	out := make([]Setting, 0, len(c.Sysctl))
+func (c *Config) Settings(ifName string) ([]backup.Setting, error) {
+	out := make([]backup.Setting, 0, len(c.Sysctl))
 	for _, s := range c.Sysctl {
 		p, err := SysctlPath(s.Key, ifName)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Setting{Path: p, Value: s.Value})
+		out = append(out, backup.Setting{Path: p, Value: s.Value})
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"cnisuite/pkg/linkops"
 	"cnisuite/pkg/types"
+	"cnisuite/plugins/meta/tuning/backup"
 )
 
 const confHead = `"cniVersion":"1.0.0","name":"net","type":"tuning"`
@@ -154,7 +155,7 @@ func TestSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := c.Settings("eth0.100")
-	want := []Setting{{"net/ipv4/conf/eth0.100/rp_filter", "1"}, {"net/ipv6/conf/eth0.100/accept_ra", "0"}}
+	want := []backup.Setting{{Path: "net/ipv4/conf/eth0.100/rp_filter", Value: "1"}, {Path: "net/ipv6/conf/eth0.100/accept_ra", Value: "0"}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("Settings(eth0.100) = %v, %v; want %v", got, err, want)
 	}

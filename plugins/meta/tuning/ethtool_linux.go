@@ -6,6 +6,7 @@ import (
 
 	"cnisuite/pkg/ethtool"
 	"cnisuite/pkg/linkops"
+	"cnisuite/plugins/meta/tuning/backup"
 	"cnisuite/plugins/meta/tuning/ethconf"
 )
 
@@ -40,7 +41,7 @@ func ethChanges(p *ethconf.Plan) []attrChange {
 }
 
 // snapshotEthtool records in st the original values of what p changes.
-func snapshotEthtool(st *State, p *ethconf.Plan) {
+func snapshotEthtool(st *backup.State, p *ethconf.Plan) {
 	features, channels := p.Originals()
 	st.Features = features
 	if channels != (ethtool.ChannelCounts{}) {
@@ -61,7 +62,7 @@ func checkEthtool(c *Config, ifName string) error {
 
 // restoreEthtool puts back the features and channel counts recorded in
 // st. Runs inside the container namespace.
-func restoreEthtool(st *State, ifName string) error {
+func restoreEthtool(st *backup.State, ifName string) error {
 	var channels ethtool.ChannelCounts
 	if ch := st.Channels; ch != nil {
 		channels = ethtool.ChannelCounts{RX: ch.RX, TX: ch.TX, Other: ch.Other, Combined: ch.Combined}

@@ -14,6 +14,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	cnitypes "github.com/containernetworking/cni/pkg/types"
 
+	"cnisuite/plugins/meta/tuning/backup"
 	"cnisuite/test/sandbox"
 )
 
@@ -179,7 +180,7 @@ func TestEthtoolRefusals(t *testing.T) {
 			if now, _ := c.snapshot(); now.MTU != attrs.MTU {
 				t.Errorf("mtu after the refused ADD = %d, want %d", now.MTU, attrs.MTU)
 			}
-			if _, err := os.Stat(filepath.Join(dataDir, stateFileName(rt.ContainerID, rt.IfName))); !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(filepath.Join(dataDir, backup.FileName(rt.ContainerID, rt.IfName))); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("state file after the refused ADD: %v, want none", err)
 			}
 		})

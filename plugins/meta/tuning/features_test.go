@@ -100,22 +100,6 @@ func TestFeaturesAndChannelsRefused(t *testing.T) {
 	}
 }
 
-// TestStateMergeEthtool: a second ADD keeps the first's originals and adds
-// what only it changed; a state file without the new keys still loads.
-func TestStateMergeEthtool(t *testing.T) {
-	u := func(n uint32) *uint32 { return &n }
-	old := &State{Features: map[string]bool{"rx-gro": false}, Channels: &ethconf.ChannelState{RX: u(4)}}
-	old.Merge(&State{Features: map[string]bool{"rx-gro": true, "tx-checksum-sctp": true}, Channels: &ethconf.ChannelState{RX: u(2), TX: u(4)}})
-	want := &State{Features: map[string]bool{"rx-gro": false, "tx-checksum-sctp": true}, Channels: &ethconf.ChannelState{RX: u(4), TX: u(4)}}
-	if !reflect.DeepEqual(old, want) {
-		t.Errorf("Merge = %s, want %s", jsonOf(old), jsonOf(want))
-	}
-	var st State
-	if err := json.Unmarshal([]byte(`{"mtu":1500,"promisc":false}`), &st); err != nil || st.Features != nil || st.Channels != nil {
-		t.Errorf("an older state file decodes to %+v, %v", st, err)
-	}
-}
-
 // FuzzLoadFeatures decodes arbitrary configurations: Load and Validate
 // never panic, fail only as invalid configuration or decoding error, and
 // features that load write back to the same list.

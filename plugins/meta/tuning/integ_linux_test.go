@@ -18,6 +18,7 @@ import (
 	"cnisuite/pkg/linkops"
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/sysctl"
+	"cnisuite/plugins/meta/tuning/backup"
 	"cnisuite/test/sandbox"
 )
 
@@ -160,7 +161,7 @@ func wantResultMAC(t *testing.T, res cnitypes.Result, version string) {
 
 func wantNoStateFile(t *testing.T, dataDir, id string) {
 	t.Helper()
-	p := filepath.Join(dataDir, stateFileName(id, testIfName))
+	p := filepath.Join(dataDir, backup.FileName(id, testIfName))
 	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("state file %s after DEL: %v, want it gone", p, err)
 	}
@@ -168,7 +169,7 @@ func wantNoStateFile(t *testing.T, dataDir, id string) {
 
 func wantStateFile(t *testing.T, dataDir, id string) {
 	t.Helper()
-	p := filepath.Join(dataDir, stateFileName(id, testIfName))
+	p := filepath.Join(dataDir, backup.FileName(id, testIfName))
 	fi, err := os.Stat(p)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("state file %s after ADD: %v, %v; want mode 0600", p, fi, err)

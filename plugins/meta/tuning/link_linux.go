@@ -9,6 +9,7 @@ import (
 
 	"cnisuite/pkg/linkops"
 	"cnisuite/pkg/types"
+	"cnisuite/plugins/meta/tuning/backup"
 )
 
 // linkOps returns the link calls of the tuner: netlink in the calling
@@ -118,7 +119,7 @@ func attrChanges(c *Config, before linkops.Attrs) []attrChange {
 
 // snapshotAttrs records in st the current value of every attribute c
 // changes.
-func snapshotAttrs(st *State, c *Config, before linkops.Attrs) {
+func snapshotAttrs(st *backup.State, c *Config, before linkops.Attrs) {
 	if c.HardwareAddr() != nil {
 		st.MAC = before.MAC.String()
 	}
@@ -138,7 +139,7 @@ func snapshotAttrs(st *State, c *Config, before linkops.Attrs) {
 
 // restoreAttrs puts back the attributes recorded in st, in the order mtu,
 // mac, promisc, allmulti, txQLen, and returns every failure.
-func restoreAttrs(links linkops.Links, l linkops.Attrs, st *State) error {
+func restoreAttrs(links linkops.Links, l linkops.Attrs, st *backup.State) error {
 	var errs []error
 	if st.MTU != 0 {
 		errs = append(errs, links.SetMTU(l, st.MTU))

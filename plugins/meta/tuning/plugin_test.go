@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
+	"cnisuite/plugins/meta/tuning/backup"
 )
 
 // runPlugin runs one verb in-process through the skel, as a runtime would
@@ -77,7 +79,7 @@ func TestRefusals(t *testing.T) {
 func TestDelGCStatusWithoutNetns(t *testing.T) {
 	dataDir := t.TempDir()
 	conf := `{"cniVersion":"1.1.0","name":"net","type":"tuning","dataDir":"` + dataDir + `"}`
-	if err := (Store{Dir: dataDir}).Save("ctr", "eth0", &State{Network: "net", MTU: 1500}); err != nil {
+	if err := (backup.Store{Dir: dataDir}).Save("ctr", "eth0", &backup.State{Network: "net", MTU: 1500}); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, out := runPlugin(t, "", "DEL", conf); code != 0 {
@@ -89,7 +91,7 @@ func TestDelGCStatusWithoutNetns(t *testing.T) {
 	if code, _, out := runPlugin(t, "", "DEL", conf); code != 0 {
 		t.Errorf("DEL without state = %s, want success", out)
 	}
-	if err := (Store{Dir: dataDir}).Save("old", "eth0", &State{Network: "net"}); err != nil {
+	if err := (backup.Store{Dir: dataDir}).Save("old", "eth0", &backup.State{Network: "net"}); err != nil {
 		t.Fatal(err)
 	}
 	gc := strings.TrimSuffix(conf, "}") + `,"cni.dev/valid-attachments":[{"containerID":"ctr","ifname":"eth0"}]}`
@@ -102,4 +104,18 @@ func TestDelGCStatusWithoutNetns(t *testing.T) {
 	if code, _, out := runPlugin(t, "", "STATUS", conf); code != 0 {
 		t.Errorf("STATUS = %s, want success", out)
 	}
+}
+
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	sort.Strings(out)
+	return out
 }

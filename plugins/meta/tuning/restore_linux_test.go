@@ -10,6 +10,7 @@ import (
 
 	"cnisuite/pkg/linkops"
 	"cnisuite/pkg/skel"
+	"cnisuite/plugins/meta/tuning/backup"
 	"cnisuite/test/golden"
 )
 
@@ -24,7 +25,7 @@ const restoreConf = `{"cniVersion":"1.0.0","name":"net","type":"tuning",` +
 
 // fakeContainer returns a tuner over a fake eth0 and a sysctl tree
 // holding arp_ignore = 0, and the configuration and arguments of an ADD.
-func fakeContainer(t *testing.T) (*tuner, *linkops.Fake, *Config, *skel.CmdArgs, []Setting) {
+func fakeContainer(t *testing.T) (*tuner, *linkops.Fake, *Config, *skel.CmdArgs, []backup.Setting) {
 	t.Helper()
 	sysRoot := t.TempDir()
 	dir := filepath.Join(sysRoot, "net/ipv4/conf/eth0")
@@ -59,7 +60,7 @@ func TestAddDelRestoresInOrder(t *testing.T) {
 	if after.MTU != 1400 || after.MAC.String() != "02:00:00:00:00:99" || !after.Promisc || !after.Allmulti || after.TxQLen != 42 {
 		t.Errorf("after ADD: %+v, want mac 02:00:00:00:00:99 mtu 1400 promisc allmulti txqueuelen 42", after)
 	}
-	st, err := Store{Dir: c.DataDir}.Load(a.ContainerID, a.IfName)
+	st, err := backup.Store{Dir: c.DataDir}.Load(a.ContainerID, a.IfName)
 	if err != nil || st == nil {
 		t.Fatalf("state after ADD: %v, %v", st, err)
 	}
@@ -85,7 +86,7 @@ func TestFailedAddUndoesLastFirst(t *testing.T) {
 	if _, err := tu.apply(c, a, settings); err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("ADD with txqueuelen refused = %v, want the refusal", err)
 	}
-	if st, err := (Store{Dir: c.DataDir}).Load(a.ContainerID, a.IfName); st != nil || err != nil {
+	if st, err := (backup.Store{Dir: c.DataDir}).Load(a.ContainerID, a.IfName); st != nil || err != nil {
 		t.Errorf("state after a failed first ADD = %+v, %v, want none", st, err)
 	}
 	value, _ := os.ReadFile(filepath.Join(tu.sysRoot, "net/ipv4/conf/eth0/arp_ignore"))

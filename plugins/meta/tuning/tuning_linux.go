@@ -14,6 +14,7 @@ import (
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/undo"
 	"cnisuite/pkg/version"
+	"cnisuite/plugins/meta/tuning/backup"
 	"cnisuite/plugins/meta/tuning/ethconf"
 )
 
@@ -85,7 +86,7 @@ func (t *tuner) Add(_ context.Context, a *skel.CmdArgs) (*types.Result, error) {
 // link, its features and channels, plan the changes (refusing what the
 // driver cannot do), save the original values, write. A failed write
 // is undone, and the state file it saved removed if it was new.
-func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkops.Attrs, error) {
+func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []backup.Setting) (linkops.Attrs, error) {
 	before, err := t.readLink(a.IfName)
 	if err != nil {
 		return linkops.Attrs{}, types.Errorf(types.ErrInvalidEnv, "CNI_IFNAME: %w", err)
@@ -117,7 +118,7 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkops.A
 		return linkops.Attrs{}, err
 	}
 	snapshotEthtool(st, eth)
-	store := Store{Dir: c.DataDir}
+	store := backup.Store{Dir: c.DataDir}
 	fresh, err := saveState(store, a, st)
 	if err != nil {
 		return linkops.Attrs{}, err
@@ -140,8 +141,8 @@ func (t *tuner) apply(c *Config, a *skel.CmdArgs, settings []Setting) (linkops.A
 
 // originals returns the state DEL will restore: the link attributes c
 // changes and the current value of every sysctl it writes.
-func originals(tree *sysctlTree, c *Config, before linkops.Attrs, settings []Setting) (*State, error) {
-	st := &State{Network: c.Name}
+func originals(tree *sysctlTree, c *Config, before linkops.Attrs, settings []backup.Setting) (*backup.State, error) {
+	st := &backup.State{Network: c.Name}
 	snapshotAttrs(st, c, before)
 	var err error
 	st.Sysctl, err = readSysctls(tree, settings)
@@ -150,7 +151,7 @@ func originals(tree *sysctlTree, c *Config, before linkops.Attrs, settings []Set
 
 // write sets the sysctls, then the link attributes; on failure it undoes
 // what it did, last first, and returns the failure with any undo error.
-func (t *tuner) write(tree *sysctlTree, link linkops.Attrs, settings, originals []Setting, changes []attrChange) error {
+func (t *tuner) write(tree *sysctlTree, link linkops.Attrs, settings, originals []backup.Setting, changes []attrChange) error {
 	var rollback undo.Stack
 	err := writeSysctls(tree, settings, originals, &rollback)
 	for _, ch := range changes {
@@ -170,7 +171,7 @@ func (t *tuner) write(tree *sysctlTree, link linkops.Attrs, settings, originals 
 // saveState writes st, merged under the state of an earlier ADD of the
 // same attachment if there is one (it holds the true originals). It reports
 // whether the file is new.
-func saveState(store Store, a *skel.CmdArgs, st *State) (bool, error) {
+func saveState(store backup.Store, a *skel.CmdArgs, st *backup.State) (bool, error) {
 	old, err := store.Load(a.ContainerID, a.IfName)
 	if err != nil {
 		return false, err
@@ -184,8 +185,8 @@ func saveState(store Store, a *skel.CmdArgs, st *State) (bool, error) {
 
 // readSysctls returns the current value of every setting's sysctl, once
 // per path, checking that none leaves /proc/sys/net.
-func readSysctls(tree *sysctlTree, settings []Setting) ([]Setting, error) {
-	var out []Setting
+func readSysctls(tree *sysctlTree, settings []backup.Setting) ([]backup.Setting, error) {
+	var out []backup.Setting
 	seen := map[string]bool{}
 	for _, s := range settings {
 		if seen[s.Path] {
@@ -199,14 +200,14 @@ func readSysctls(tree *sysctlTree, settings []Setting) ([]Setting, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Setting{Path: s.Path, Value: v})
+		out = append(out, backup.Setting{Path: s.Path, Value: v})
 	}
 	return out, nil
 }
 
 // writeSysctls writes the settings in order, pushing on rollback the write of
 // each original value.
-func writeSysctls(tree *sysctlTree, settings, originals []Setting, rollback *undo.Stack) error {
+func writeSysctls(tree *sysctlTree, settings, originals []backup.Setting, rollback *undo.Stack) error {
 	orig := map[string]string{}
 	for _, o := range originals {
 		orig[o.Path] = o.Value

@@ -16,6 +16,7 @@ import (
 	"cnisuite/pkg/linkops"
 	"cnisuite/pkg/sysctl"
 	"cnisuite/pkg/version"
+	"cnisuite/plugins/meta/tuning/backup"
 	"cnisuite/test/sandbox"
 )
 
@@ -195,9 +196,9 @@ func TestGCAndStatus(t *testing.T) {
 			t.Errorf("DEL: %v", err)
 		}
 	})
-	store := Store{Dir: dataDir}
+	store := backup.Store{Dir: dataDir}
 	for _, f := range []struct{ id, network string }{{"stale", "tunenet"}, {"othernet", "other"}} {
-		if err := store.Save(f.id, testIfName, &State{Network: f.network, MTU: 1500}); err != nil {
+		if err := store.Save(f.id, testIfName, &backup.State{Network: f.network, MTU: 1500}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
+	"cnisuite/plugins/meta/tuning/backup"
 )
 
 // errDrift marks a CHECK that found a value other than the configured one.
@@ -37,7 +38,7 @@ func (t *tuner) Check(_ context.Context, a *skel.CmdArgs) error {
 	return ns.CNIError(a.Netns, err)
 }
 
-func (t *tuner) checkSysctls(settings []Setting) error {
+func (t *tuner) checkSysctls(settings []backup.Setting) error {
 	if len(settings) == 0 {
 		return nil
 	}
@@ -103,7 +104,7 @@ func (t *tuner) Del(_ context.Context, a *skel.CmdArgs) error {
 	if !filepath.IsAbs(c.DataDir) {
 		return types.Errorf(types.ErrInvalidConfig, "dataDir %q: must be an absolute path", c.DataDir)
 	}
-	store := Store{Dir: c.DataDir}
+	store := backup.Store{Dir: c.DataDir}
 	st, err := store.Load(a.ContainerID, a.IfName)
 	switch {
 	case errors.Is(err, statedir.ErrLink):
@@ -127,7 +128,7 @@ func (t *tuner) Del(_ context.Context, a *skel.CmdArgs) error {
 
 // restoreSysctls writes the saved values back, latest first; a missing
 // sysctl is skipped.
-func (t *tuner) restoreSysctls(saved []Setting, ifName string) error {
+func (t *tuner) restoreSysctls(saved []backup.Setting, ifName string) error {
 	tree, err := openSysctlTree(t.sysRoot)
 	if err != nil {
 		return err
@@ -149,7 +150,7 @@ func (t *tuner) restoreSysctls(saved []Setting, ifName string) error {
 
 // restore runs inside the container namespace: sysctls latest first, then
 // the link attributes. A missing link or sysctl is skipped.
-func (t *tuner) restore(st *State, ifName string) error {
+func (t *tuner) restore(st *backup.State, ifName string) error {
 	var errs []error
 	if len(st.Sysctl) > 0 {
 		errs = append(errs, t.restoreSysctls(st.Sysctl, ifName))
@@ -182,7 +183,7 @@ func (t *tuner) GC(_ context.Context, a *skel.CmdArgs) error {
 	if !filepath.IsAbs(c.DataDir) {
 		return types.Errorf(types.ErrInvalidConfig, "dataDir %q: must be an absolute path", c.DataDir)
 	}
-	return Store{Dir: c.DataDir}.GC(c.Name, c.GCAttachments())
+	return backup.Store{Dir: c.DataDir}.GC(c.Name, c.GCAttachments())
 }
 
 // Status reports success: tuning needs nothing to be ready.

@@ -1,4 +1,9 @@
-package main
+// Package backup keeps what tuning's ADD found before it changed anything
+// — a link's attributes, kernel features and channel counts, sysctls — one
+// file per attachment, and gives it back to DEL to restore. The files are
+// those of the reference plugin (its name for them, its keys for the link
+// attributes), so a node can move between the two in either direction.
+package backup
 
 import (
 	"encoding/json"
@@ -17,6 +22,12 @@ import (
 	"cnisuite/pkg/types"
 	"cnisuite/plugins/meta/tuning/ethconf"
 )
+
+// Setting is one resolved sysctl: its path relative to /proc/sys and value.
+type Setting struct {
+	Path  string `json:"key"`
+	Value string `json:"value"`
+}
 
 // State is what ADD found before it changed anything, and what DEL puts
 // back. The keys of the link attributes are those of the reference plugin's
@@ -110,8 +121,8 @@ type Store struct {
 	Dir string
 }
 
-// stateFileName is the reference plugin's name for an attachment's backup.
-func stateFileName(containerID, ifName string) string {
+// FileName is the reference plugin's name for an attachment's backup.
+func FileName(containerID, ifName string) string {
 	return containerID + "_" + ifName + ".json"
 }
 
@@ -123,7 +134,7 @@ func name(containerID, ifName string) (string, error) {
 	if err := types.ValidateIfName(ifName); err != nil {
 		return "", err
 	}
-	return stateFileName(containerID, ifName), nil
+	return FileName(containerID, ifName), nil
 }
 
 // open opens the state directory, creating it 0700 when create is set; a
@@ -302,7 +313,7 @@ func (s Store) GC(network string, keep []types.Attachment) error {
 	}
 	valid := map[string]bool{}
 	for _, a := range keep {
-		valid[stateFileName(a.ContainerID, a.IfName)] = true
+		valid[FileName(a.ContainerID, a.IfName)] = true
 	}
 	var errs []error
 	for _, e := range entries {

@@ -1,4 +1,4 @@
-package main
+package backup
 
 import (
 	"bytes"
@@ -7,13 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"testing"
 	"unicode/utf8"
 
 	"cnisuite/pkg/jsonscan/scantest"
 	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
+	"cnisuite/plugins/meta/tuning/ethconf"
 )
 
 func TestStoreSaveLoadRemove(t *testing.T) {
@@ -141,7 +141,15 @@ func TestStoreGC(t *testing.T) {
 		t.Fatalf("GC: %v", err)
 	}
 	want := []string{"keep_eth0.json", "legacy_eth0.json", "notes.txt", "other_eth0.json"}
-	if got := listDir(t, dir); !reflect.DeepEqual(got, want) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("after GC: %v, want %v", got, want)
 	}
 	if err := (Store{Dir: filepath.Join(dir, "missing")}).GC("net", nil); err != nil {
@@ -179,20 +187,6 @@ func assertMode(t *testing.T, path string, want os.FileMode) {
 	if fi.Mode() != want {
 		t.Errorf("mode of %s = %v, want %v", path, fi.Mode(), want)
 	}
-}
-
-func listDir(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	sort.Strings(out)
-	return out
 }
 
 // FuzzStateEncode: a state file is written byte for byte as json.Marshal
@@ -249,4 +243,20 @@ func FuzzStateDecode(f *testing.F) {
 			t.Fatalf("%s: decodeState %+v, %v; json.Unmarshal %+v, %v", data, got, err, want, wantErr)
 		}
 	})
+}
+
+// TestStateMergeEthtool: a second ADD keeps the first's originals and adds
+// what only it changed; a state file without the new keys still loads.
+func TestStateMergeEthtool(t *testing.T) {
+	u := func(n uint32) *uint32 { return &n }
+	old := &State{Features: map[string]bool{"rx-gro": false}, Channels: &ethconf.ChannelState{RX: u(4)}}
+	old.Merge(&State{Features: map[string]bool{"rx-gro": true, "tx-checksum-sctp": true}, Channels: &ethconf.ChannelState{RX: u(2), TX: u(4)}})
+	want := &State{Features: map[string]bool{"rx-gro": false, "tx-checksum-sctp": true}, Channels: &ethconf.ChannelState{RX: u(4), TX: u(4)}}
+	if !reflect.DeepEqual(old, want) {
+		t.Errorf("Merge = %+v, want %+v", old, want)
+	}
+	var st State
+	if err := json.Unmarshal([]byte(`{"mtu":1500,"promisc":false}`), &st); err != nil || st.Features != nil || st.Channels != nil {
+		t.Errorf("an older state file decodes to %+v, %v", st, err)
+	}
 }
