@@ -115,6 +115,54 @@ func TestAutoKeepsNetworkBackend(t *testing.T) {
 	}
 }
 
+// TestAutoFailedEnsureHeldUntilDEL: an ADD whose rules fail to write
+// still holds its network's backend — its DEL must look there for whatever
+// the failed write left — and another attachment cannot move the network
+// to the other backend meanwhile; the DEL after the failed ADD succeeds and
+// lets go, and with the last attachment the record goes. On either backend.
+func TestAutoFailedEnsureHeldUntilDEL(t *testing.T) {
+	for _, tc := range []struct {
+		kind      string
+		node, now string // the node's iptables nat rules, at the failed ADD and after
+	}{
+		{KindIPTables, "iptables-nft ip nat POSTROUTING", ""},
+		{KindNFTables, "", "iptables-nft ip nat POSTROUTING"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			ctx := context.Background()
+			node := nodeSignals{natRules: tc.node}
+			a, ipt, nft := autoOn(t, &node)
+			f := map[string]*fwfake.Backend{KindIPTables: ipt, KindNFTables: nft}[tc.kind]
+			failed := Owner{Plugin: PluginPortmap, Network: "net1", ContainerID: "c1", IfName: "eth0"}
+			next := failed
+			next.ContainerID = "c2"
+			f.EnsureErr = errors.New("the write failed")
+			if err := a.Ensure(ctx, failed, Rules{}); err == nil {
+				t.Fatal("Ensure with a failing write = nil")
+			}
+			if got := recorded(t, a, "net1"); got != tc.kind {
+				t.Fatalf("after the failed ADD: record %q, want %q", got, tc.kind)
+			}
+			f.EnsureErr, node.natRules = nil, tc.now
+			if err := a.Ensure(ctx, next, Rules{}); err != nil || !owns(f, next) {
+				t.Fatalf("the next attachment: %v, on %s %v; want the held backend", err, tc.kind, owns(f, next))
+			}
+			if err := a.Remove(ctx, next); err != nil {
+				t.Fatal(err)
+			}
+			if got := recorded(t, a, "net1"); got != tc.kind {
+				t.Errorf("the failed ADD's hold not kept until its DEL: record %q", got)
+			}
+			if err := a.Remove(ctx, failed); err != nil {
+				t.Fatalf("DEL after the failed ADD: %v", err)
+			}
+			if got := recorded(t, a, "net1"); got != "" {
+				t.Errorf("after every DEL: record %q left", got)
+			}
+		})
+	}
+}
+
 // TestAutoRemoveWithoutRecord: rules written before a record existed (an
 // earlier version, the reference plugins) are removed from both backends.
 func TestAutoRemoveWithoutRecord(t *testing.T) {

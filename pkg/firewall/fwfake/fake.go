@@ -27,6 +27,9 @@ type Backend struct {
 	Kind string
 	// Err, when set, is returned by every call.
 	Err error
+	// EnsureErr, when set, is returned by Ensure alone: a write that
+	// fails on a backend otherwise usable.
+	EnsureErr error
 	// Conflicts makes Ensure fail with fwapi.ErrConflict, as the nftables
 	// backend does, when another owner holds a host port (protocol, port
 	// or range overlapping the rules', host address, per family) or a
@@ -56,6 +59,9 @@ func (f *Backend) Ensure(_ context.Context, o fwapi.Owner, r fwapi.Rules) error 
 	defer f.mu.Unlock()
 	if err := f.record("ensure %s", o); err != nil {
 		return err
+	}
+	if f.EnsureErr != nil {
+		return f.EnsureErr
 	}
 	if f.Conflicts && f.Kind != fwapi.KindIPTables {
 		want := heldKeys(r)
