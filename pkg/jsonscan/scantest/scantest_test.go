@@ -17,10 +17,11 @@ type deeper struct {
 }
 
 type shape struct {
-	Tagged    string `json:"tagged"`
-	Untagged  string
-	Options   int    `json:"options,omitempty"`
-	Skipped   string `json:"-"`
+	Tagged   string `json:"tagged"`
+	Untagged string
+	Options  int    `json:"options,omitempty"`
+	Skipped  string `json:"-"`
+	//lint:ignore SA5008 the "-," tag, a key named "-", is what Keys must read
 	Dash      string `json:"-,"`
 	unwritten string
 	Shared    string `json:"shared"` // wins over inner's
