@@ -28,8 +28,14 @@ func TestNext(t *testing.T) {
 }
 
 func TestFirstHost(t *testing.T) {
-	_, n, _ := net.ParseCIDR("10.1.2.77/24")
-	if got := FirstHost(*n); got.String() != "10.1.2.1" {
-		t.Errorf("FirstHost(10.1.2.0/24) = %s, want 10.1.2.1", got)
+	for _, tt := range []struct{ cidr, want string }{
+		{"10.1.2.77/24", "10.1.2.1"},
+		{"10.1.255.255/16", "10.1.0.1"},
+		{"fd00::1234/64", "fd00::1"},
+	} {
+		_, n, _ := net.ParseCIDR(tt.cidr)
+		if got := FirstHost(*n); got.String() != tt.want {
+			t.Errorf("FirstHost(%s) = %s, want %s", tt.cidr, got, tt.want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/uplink"
+	"cnisuite/plugins/main/bridge/bridgeconf"
 )
 
 // Indexes of the result's interfaces.
@@ -25,7 +26,7 @@ const (
 // cmdAdd attaches the container to the bridge: parse → IPAM → bridge →
 // veth → container addresses → gateway → masquerade and spoof check → wait.
 func (p *plugin) cmdAdd(ctx context.Context, a *skel.CmdArgs) (*types.Result, error) {
-	conf, err := loadConf(a.StdinData, a.Args)
+	conf, err := bridgeconf.Load(a.StdinData, a.Args)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func (at *attach) add(ctx context.Context) (*types.Result, error) {
 		return nil, err
 	}
 	ipam := func() error { return nil }
-	if at.conf.hasIPAM() {
+	if at.conf.HasIPAM() {
 		ipam = func() error { return at.timed("ipam", at.steps.runIPAM)(ctx) }
 	}
 	links := func() error {
@@ -155,7 +156,7 @@ func (at *attach) runIPAM(ctx context.Context) error {
 		}
 	}
 	if conf.IsDefaultGW {
-		at.res.Routes = append(at.res.Routes, at.res.DefaultRoutes(conf.metric)...)
+		at.res.Routes = append(at.res.Routes, at.res.DefaultRoutes(conf.Metric)...)
 	}
 	return nil
 }
@@ -165,7 +166,7 @@ func (at *attach) ensureBridge(context.Context) error {
 	c := at.conf
 	br, err := link.EnsureBridge(at.host, link.BridgeOptions{
 		Name: c.BrName, MTU: c.MTU, Promisc: c.PromiscMode,
-		VlanFiltering: c.Vlan != 0 || len(c.trunkIDs) > 0,
+		VlanFiltering: c.Vlan != 0 || len(c.TrunkIDs()) > 0,
 	})
 	if err != nil {
 		return bridgeError(c, err)
@@ -177,7 +178,7 @@ func (at *attach) ensureBridge(context.Context) error {
 	return nil
 }
 
-func bridgeError(c *NetConf, err error) error {
+func bridgeError(c *bridgeconf.NetConf, err error) error {
 	switch {
 	case errors.Is(err, link.ErrNotBridge):
 		return types.Errorf(types.ErrInvalidConfig, "bridge %q: already exists but is not a bridge: %w", c.BrName, err)

@@ -22,10 +22,10 @@ import (
 // with its flags and VLANs, and lists the interfaces in the result.
 func (at *attach) setupVeth(context.Context) error {
 	c, a := at.conf, at.args
-	hostName, exact := c.hostVethName(a.ContainerID, a.IfName)
+	hostName, exact := c.HostVethName(a.ContainerID, a.IfName)
 	pair, err := link.CreateVeth(at.host, at.cont, link.VethOptions{
 		ContainerName: a.IfName, ContainerNS: int(at.netns.Fd()),
-		HostName: hostName, HostPrefix: c.HostVethPrefix, HostNameExact: exact, MTU: c.MTU, MAC: c.mac,
+		HostName: hostName, HostPrefix: c.HostVethPrefix, HostNameExact: exact, MTU: c.MTU, MAC: c.MAC(),
 	})
 	if errors.Is(err, link.ErrContainerIfaceExists) {
 		return types.Errorf(types.ErrInvalidEnv, "CNI_IFNAME %q: %w", a.IfName, err)
@@ -50,7 +50,7 @@ func (at *attach) setupVeth(context.Context) error {
 	if err := link.AttachPort(at.host, pair.Host, at.br, opts); err != nil {
 		return err
 	}
-	if plan := vlanplan.ForPort(c.Vlan, c.trunkIDs, c.PreserveDefaultVlan); !plan.Empty() {
+	if plan := vlanplan.ForPort(c.Vlan, c.TrunkIDs(), c.PreserveDefaultVlan); !plan.Empty() {
 		if err := link.ApplyPortVlans(at.host, pair.Host, plan); err != nil {
 			return bridgeError(c, err)
 		}
@@ -75,7 +75,7 @@ func (at *attach) containerSteps() []func(context.Context) error {
 	gateway := at.timed("enableGateway", at.steps.enableGateway)
 	port := at.timed("waitPort", at.steps.waitPort)
 	c := at.conf
-	if _, v6 := link.AddrFamilies(at.res.IPs); c.EnableDad && c.hasIPAM() && !c.DisableContainerInterface && v6 {
+	if _, v6 := link.AddrFamilies(at.res.IPs); c.EnableDad && c.HasIPAM() && !c.DisableContainerInterface && v6 {
 		return []func(context.Context) error{at.timed("containerUp", at.steps.containerUp), port, configure, gateway}
 	}
 	return []func(context.Context) error{configure, gateway, port}
@@ -104,7 +104,7 @@ func (at *attach) configureContainer(ctx context.Context) error {
 		return nil
 	}
 	return at.netns.Do(func() error {
-		if !c.hasIPAM() {
+		if !c.HasIPAM() {
 			return upInContainer(ifname)
 		}
 		err := link.ConfigureIface(ctx, ifname, at.res, link.ConfigureOptions{DAD: c.EnableDad, ArpNotify: true})
@@ -119,7 +119,7 @@ func (at *attach) configureContainer(ctx context.Context) error {
 // gateway interface) and turns on forwarding for their families.
 func (at *attach) enableGateway(context.Context) error {
 	c := at.conf
-	if !c.IsGW || !c.hasIPAM() {
+	if !c.IsGW || !c.HasIPAM() {
 		return nil
 	}
 	var target netlink.Link = at.br
@@ -186,12 +186,12 @@ func (at *attach) installRules(ctx context.Context, r firewall.Rules) error {
 // the result being built (ADD) or the prevResult (CHECK).
 func (at *attach) desiredRules() (firewall.Rules, error) {
 	var r firewall.Rules
-	if at.conf.IPMasq && at.conf.hasIPAM() {
+	if at.conf.IPMasq && at.conf.HasIPAM() {
 		for _, n := range at.resultNets() {
-			r.Masq = append(r.Masq, firewall.Masq{Addr: *n, Source: at.conf.masqSource(n.IP)})
+			r.Masq = append(r.Masq, firewall.Masq{Addr: *n, Source: at.conf.MasqSource(n.IP)})
 		}
 	}
-	if at.conf.isolates() {
+	if at.conf.Isolates() {
 		iso, err := at.desiredIsolation()
 		if err != nil {
 			return r, err

@@ -14,6 +14,7 @@ import (
 	"cnisuite/pkg/records"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
+	"cnisuite/plugins/main/bridge/bridgeconf"
 	"cnisuite/test/golden"
 )
 
@@ -76,7 +77,7 @@ func (f *fakeSteps) setupVeth(context.Context) error {
 func (f *fakeSteps) containerUp(context.Context) error        { return f.do("containerUp", "") }
 func (f *fakeSteps) configureContainer(context.Context) error { return f.do("configureContainer", "") }
 func (f *fakeSteps) enableGateway(context.Context) error {
-	if !f.at.conf.IsGW || !f.at.conf.hasIPAM() {
+	if !f.at.conf.IsGW || !f.at.conf.HasIPAM() {
 		return f.do("enableGateway", "")
 	}
 	return f.do("enableGateway", "forwarding holds")
@@ -100,7 +101,7 @@ func fakeAdd(t *testing.T, conf, fail string) (*fakeSteps, error) {
 // fakeAddWith is fakeAdd with an IPAM that gives IPv4 only when v4only.
 func fakeAddWith(t *testing.T, conf, fail string, v4only bool) (*fakeSteps, error) {
 	t.Helper()
-	c, err := loadConf([]byte(conf), "")
+	c, err := bridgeconf.Load([]byte(conf), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,14 @@ import (
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/vlanplan"
+	"cnisuite/plugins/main/bridge/bridgeconf"
 )
 
 // cmdCheck verifies that what the prevResult lists still exists: the bridge,
 // the veth pair and its port, the container's addresses and routes, and the
 // masquerade rules. IPAM CHECK runs only when there is an IPAM.
 func (p *plugin) cmdCheck(ctx context.Context, a *skel.CmdArgs) error {
-	conf, err := loadConf(a.StdinData, a.Args)
+	conf, err := bridgeconf.Load(a.StdinData, a.Args)
 	if err != nil {
 		return err
 	}
@@ -29,7 +30,7 @@ func (p *plugin) cmdCheck(ctx context.Context, a *skel.CmdArgs) error {
 	// IPAM CHECK (a process of its own) runs while the links and rules are
 	// checked; its error comes first, as if it had run first.
 	ipam := func() error {
-		if !conf.hasIPAM() {
+		if !conf.HasIPAM() {
 			return nil
 		}
 		if err := invoke.DelegateCheck(ctx, a, conf.IPAM.Type, a.StdinData); err != nil {
@@ -128,7 +129,7 @@ func (at *attach) checkVeth(context.Context) error {
 // flags, and, unless the existing VLANs are preserved, nothing more.
 func (at *attach) checkVlans(context.Context) error {
 	c := at.conf
-	plan := vlanplan.ForPort(c.Vlan, c.trunkIDs, c.PreserveDefaultVlan)
+	plan := vlanplan.ForPort(c.Vlan, c.TrunkIDs(), c.PreserveDefaultVlan)
 	if plan.Empty() {
 		return nil
 	}
@@ -140,7 +141,7 @@ func (at *attach) checkVlans(context.Context) error {
 }
 
 func (at *attach) checkContainer(context.Context) error {
-	if !at.conf.hasIPAM() {
+	if !at.conf.HasIPAM() {
 		return nil
 	}
 	return at.netns.Do(func() error {

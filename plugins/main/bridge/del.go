@@ -14,6 +14,7 @@ import (
 	"cnisuite/pkg/sysctlkeep"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/vethdel"
+	"cnisuite/plugins/main/bridge/bridgeconf"
 )
 
 // cmdDel removes everything the attachment's ADD made: the veth pair, the
@@ -41,7 +42,7 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 	// a veth returns only after the kernel's RCU barrier (10-25 ms here,
 	// whatever else happens), time in which the lease and the rules go.
 	ipam := func() error {
-		if !conf.hasIPAM() {
+		if !conf.HasIPAM() {
 			return nil
 		}
 		defer at.tm.Step("ipam")()
@@ -73,8 +74,8 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 // their errors do not stop the cleanup; nor does a bad MAC or VLAN setting,
 // nor a bridge name that ADD refused (no link can have it, so no port of it
 // is looked for; the lease and rules of the attachment still go).
-func loadDelConf(data []byte, stderr io.Writer) (*NetConf, error) {
-	conf, err := decodeConf(data)
+func loadDelConf(data []byte, stderr io.Writer) (*bridgeconf.NetConf, error) {
+	conf, err := bridgeconf.Decode(data)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +83,7 @@ func loadDelConf(data []byte, stderr io.Writer) (*NetConf, error) {
 		fmt.Fprintf(stderr, "bridge: DEL goes on without a bridge: %v\n", err)
 		conf.BrName = ""
 	}
-	if err := validateIPAMType(conf.IPAM.Type); err != nil {
+	if err := bridgeconf.ValidateIPAMType(conf.IPAM.Type); err != nil {
 		// ADD refused it: it leased nothing through it.
 		fmt.Fprintf(stderr, "bridge: DEL goes on without IPAM: %v\n", err)
 		conf.IPAM.Type = ""
@@ -101,7 +102,7 @@ func loadDelConf(data []byte, stderr io.Writer) (*NetConf, error) {
 func (at *attach) removeVeth() error {
 	defer at.tm.Step("removeVeth")()
 	a := at.args
-	ours, exact := at.conf.hostVethName(at.args.ContainerID, at.args.IfName)
+	ours, exact := at.conf.HostVethName(at.args.ContainerID, at.args.IfName)
 	prev := at.prevHostVeth()
 	if at.netns != nil {
 		err := vethdel.DeleteContainerEnd(at.del, at.host, at.cont, at.netns, a.IfName, at.conf.BrName, []string{ours, prev}, at.tm.Step)
@@ -134,7 +135,7 @@ func (at *attach) prevHostVeth() string {
 // whatever backend (ours or the reference plugin's) made them.
 func (at *attach) removeRules(ctx context.Context) error {
 	c := at.conf
-	if !(c.IPMasq && c.hasIPAM()) && !c.MacSpoofChk && !c.mayHaveIsolated() {
+	if !(c.IPMasq && c.HasIPAM()) && !c.MacSpoofChk && !c.MayHaveIsolated() {
 		return nil
 	}
 	fw, err := at.rules(ctx)

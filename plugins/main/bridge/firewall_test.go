@@ -9,6 +9,7 @@ import (
 	"cnisuite/pkg/ipmath"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
+	"cnisuite/plugins/main/bridge/bridgeconf"
 	"cnisuite/test/golden"
 )
 
@@ -16,7 +17,7 @@ import (
 // firewall is fw.
 func fakeAttach(t *testing.T, conf string, fw *fwfake.Backend) *attach {
 	t.Helper()
-	c, err := loadConf([]byte(conf), "")
+	c, err := bridgeconf.Load([]byte(conf), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"cnisuite/pkg/resync"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
+	"cnisuite/plugins/main/bridge/bridgeconf"
 )
 
 // cmdGC forwards GC to the IPAM plugin and removes the masquerade and
@@ -22,7 +23,7 @@ func (p *plugin) cmdGC(ctx context.Context, a *skel.CmdArgs) error {
 		return err
 	}
 	var errs []error
-	if conf.hasIPAM() {
+	if conf.HasIPAM() {
 		if err := invoke.DelegateGC(ctx, a, conf.IPAM.Type, a.StdinData); err != nil {
 			errs = append(errs, fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err))
 		}
@@ -32,8 +33,8 @@ func (p *plugin) cmdGC(ctx context.Context, a *skel.CmdArgs) error {
 	for _, v := range conf.GCAttachments() {
 		keep = append(keep, firewall.Owner{Plugin: firewall.PluginBridge, Network: conf.Name, ContainerID: v.ContainerID, IfName: v.IfName})
 	}
-	if (conf.IPMasq && conf.hasIPAM()) || conf.MacSpoofChk || conf.mayHaveIsolated() {
-		fw, err := p.newRules(ctx, conf.backend())
+	if (conf.IPMasq && conf.HasIPAM()) || conf.MacSpoofChk || conf.MayHaveIsolated() {
+		fw, err := p.newRules(ctx, conf.Backend())
 		if err != nil {
 			return errors.Join(append(errs, err)...)
 		}
@@ -54,7 +55,7 @@ func (p *plugin) cmdStatus(ctx context.Context, a *skel.CmdArgs) error {
 		return err
 	}
 	ipam := make(chan error, 1)
-	if conf.hasIPAM() {
+	if conf.HasIPAM() {
 		go func() { ipam <- invoke.DelegateStatus(ctx, a, conf.IPAM.Type, a.StdinData) }()
 	} else {
 		ipam <- nil
@@ -72,7 +73,7 @@ func (p *plugin) cmdStatus(ctx context.Context, a *skel.CmdArgs) error {
 
 // bridgeUsable fails with code 50 when the bridge's name is taken by a link
 // of another kind.
-func (p *plugin) bridgeUsable(conf *NetConf) error {
+func (p *plugin) bridgeUsable(conf *bridgeconf.NetConf) error {
 	at, err := p.open(conf, &skel.CmdArgs{}, false)
 	if err != nil {
 		return err

@@ -102,7 +102,7 @@ func TestIngressFilterPassesReferenceDNAT(t *testing.T) {
 // nat tables after its last DEL (its CNI-* chains and the jumps to them
 // from the built-in chains): later packages of the same sandbox would find
 // a node "with other software's iptables rules" and choose the iptables
-// backend for networks without a backend key.
+// Backend for networks without a backend key.
 func removeReferenceChains(t *testing.T) {
 	for _, tool := range []string{"iptables", "ip6tables"} {
 		for _, builtin := range []string{"PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"} {

@@ -17,6 +17,7 @@ import (
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/undo"
+	"cnisuite/plugins/main/bridge/bridgeconf"
 )
 
 // plugin holds what the commands depend on beyond their arguments.
@@ -37,7 +38,7 @@ const traceEnv = "CNISUITE_BRIDGE_TRACE"
 // attach is one attachment being worked on by a command.
 type attach struct {
 	p     *plugin
-	conf  *NetConf
+	conf  *bridgeconf.NetConf
 	args  *skel.CmdArgs
 	netns *ns.NetNS // nil when CNI_NETNS is empty or gone (DEL)
 	host  *netlink.Handle
@@ -57,7 +58,7 @@ type attach struct {
 
 // open opens the netns (when given) and the netlink handles. For ADD and
 // CHECK a missing netns is an error; for DEL it is not.
-func (p *plugin) open(conf *NetConf, a *skel.CmdArgs, needNetns bool) (*attach, error) {
+func (p *plugin) open(conf *bridgeconf.NetConf, a *skel.CmdArgs, needNetns bool) (*attach, error) {
 	at := &attach{p: p, conf: conf, args: a, tm: a.StepTimer(traceEnv, "bridge")}
 	at.steps = at
 	defer at.tm.Step("open")()
@@ -102,7 +103,7 @@ func (at *attach) rules(ctx context.Context) (firewall.Backend, error) {
 	if at.fw != nil {
 		return at.fw, nil
 	}
-	fw, err := at.p.newRules(ctx, at.conf.backend())
+	fw, err := at.p.newRules(ctx, at.conf.Backend())
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"cnisuite/pkg/resync"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/version"
+	"cnisuite/plugins/main/bridge/bridgeconf"
 )
 
 // The attachment's record (pkg/records) and its repair (pkg/resync): ADD
@@ -33,7 +34,7 @@ func (at *attach) writeRecord() error {
 func (p *plugin) repair(ctx context.Context, r records.Record, dryRun bool) ([]string, error) {
 	a := r.CmdArgs()
 	a.Netns = "" // the node's side only
-	conf, err := loadConf(a.StdinData, a.Args)
+	conf, err := bridgeconf.Load(a.StdinData, a.Args)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func (at *attach) forwarding() resync.Part {
 
 // gatewayFamilies reports which families have a gateway on the bridge.
 func (at *attach) gatewayFamilies() (v4, v6 bool) {
-	if !at.conf.IsGW || !at.conf.hasIPAM() {
+	if !at.conf.IsGW || !at.conf.HasIPAM() {
 		return false, false
 	}
 	for _, ip := range at.res.IPs {

@@ -1,4 +1,4 @@
-package main
+package bridgeconf
 
 import (
 	"errors"
@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"cnisuite/pkg/ipmath"
 	"cnisuite/pkg/types"
 )
 
@@ -18,7 +17,7 @@ func TestLoadConf(t *testing.T) {
 		check   func(t *testing.T, c *NetConf)
 	}{
 		{"defaults", `{"cniVersion":"1.0.0","name":"n","type":"bridge"}`, "", func(t *testing.T, c *NetConf) {
-			if c.BrName != "cni0" || c.IsGW || c.hasIPAM() || c.backend() != "" || c.mac != nil {
+			if c.BrName != "cni0" || c.IsGW || c.HasIPAM() || c.Backend() != "" || c.mac != nil {
 				t.Errorf("defaults = %+v", c)
 			}
 		}},
@@ -42,24 +41,24 @@ func TestLoadConf(t *testing.T) {
 			wantMAC(t, c, "0a:00:00:00:00:03")
 		}},
 		{"every boolean key", `{"cniVersion":"1.0.0","name":"n","bridge":"br9","isGateway":true,"forceAddress":true,"ipMasq":true,"ipMasqBackend":"nftables","mtu":1400,"hairpinMode":true,"preserveDefaultVlan":true,"macspoofchk":true,"enabledad":true,"portIsolation":true,"ipam":{"type":"host-local"},"dns":{"nameservers":["10.0.0.53"]}}`, "", func(t *testing.T, c *NetConf) {
-			if c.BrName != "br9" || !c.IsGW || !c.ForceAddress || !c.IPMasq || c.backend() != "nftables" || c.MTU != 1400 ||
+			if c.BrName != "br9" || !c.IsGW || !c.ForceAddress || !c.IPMasq || c.Backend() != "nftables" || c.MTU != 1400 ||
 				!c.HairpinMode || !c.PreserveDefaultVlan || !c.MacSpoofChk || !c.EnableDad || !c.PortIsolation ||
 				c.IPAM.Type != "host-local" || len(c.DNS.Nameservers) != 1 {
 				t.Errorf("conf = %+v", c)
 			}
 		}},
 		{"layer 2 at 0.3.0", `{"cniVersion":"0.3.0","name":"n","ipam":{},"disableContainerInterface":true,"promiscMode":true}`, "", func(t *testing.T, c *NetConf) {
-			if c.hasIPAM() || !c.DisableContainerInterface || !c.PromiscMode {
+			if c.HasIPAM() || !c.DisableContainerInterface || !c.PromiscMode {
 				t.Errorf("conf = %+v", c)
 			}
 		}},
 		{"icc and isolate absent", `{"cniVersion":"1.0.0","name":"n"}`, "", func(t *testing.T, c *NetConf) {
-			if c.noICC || c.isolateMode != "" || c.isolates() {
+			if c.noICC || c.isolateMode != "" || c.Isolates() {
 				t.Errorf("noICC = %v, isolateMode = %q, want false, \"\"", c.noICC, c.isolateMode)
 			}
 		}},
 		{"icc true isolate false", `{"cniVersion":"1.0.0","name":"n","icc":true,"isolate":false}`, "", func(t *testing.T, c *NetConf) {
-			if c.noICC || c.isolateMode != "" || c.isolates() {
+			if c.noICC || c.isolateMode != "" || c.Isolates() {
 				t.Errorf("noICC = %v, isolateMode = %q, want false, \"\"", c.noICC, c.isolateMode)
 			}
 		}},
@@ -82,9 +81,9 @@ func TestLoadConf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.ReplaceAll(tt.name, " ", "_"), func(t *testing.T) {
-			c, err := loadConf([]byte(tt.conf), tt.cniArgs)
+			c, err := Load([]byte(tt.conf), tt.cniArgs)
 			if err != nil {
-				t.Fatalf("loadConf(%s) = %v", tt.conf, err)
+				t.Fatalf("Load(%s) = %v", tt.conf, err)
 			}
 			tt.check(t, c)
 		})
@@ -142,16 +141,16 @@ func TestLoadConfErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.ReplaceAll(tt.name, " ", "_"), func(t *testing.T) {
-			_, err := loadConf([]byte(tt.conf), tt.cniArgs)
+			_, err := Load([]byte(tt.conf), tt.cniArgs)
 			if err == nil {
-				t.Fatalf("loadConf(%s) = nil error, want %v", tt.conf, tt.kind)
+				t.Fatalf("Load(%s) = nil error, want %v", tt.conf, tt.kind)
 			}
 			if !errors.Is(err, tt.kind) {
-				t.Errorf("loadConf(%s) = %v, want kind %v", tt.conf, err, tt.kind)
+				t.Errorf("Load(%s) = %v, want kind %v", tt.conf, err, tt.kind)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
-					t.Errorf("loadConf(%s) = %q, want it to mention %q", tt.conf, err, w)
+					t.Errorf("Load(%s) = %q, want it to mention %q", tt.conf, err, w)
 				}
 			}
 		})
@@ -162,7 +161,7 @@ func TestHostVethName(t *testing.T) {
 	name := func(network, id, ifname, prefix, asked string) string {
 		c := &NetConf{}
 		c.Name, c.HostVethPrefix, c.Args.Cni.HostVethName = network, prefix, asked
-		n, exact := c.hostVethName(id, ifname)
+		n, exact := c.HostVethName(id, ifname)
 		if exact != (asked != "") {
 			t.Errorf("hostVethName(asked %q) exact = %v", asked, exact)
 		}
@@ -183,22 +182,5 @@ func TestHostVethName(t *testing.T) {
 	}
 	if n := name("net", "ctr1", "eth0", "pod", "web0"); n != "web0" {
 		t.Errorf("with args.cni.hostVethName web0: %q", n)
-	}
-}
-
-func TestFirstHost(t *testing.T) {
-	tests := []struct{ cidr, want string }{
-		{"10.1.2.77/24", "10.1.2.1"},
-		{"10.1.255.255/16", "10.1.0.1"},
-		{"fd00::1234/64", "fd00::1"},
-	}
-	for _, tt := range tests {
-		n, err := types.ParseCIDR(tt.cidr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := ipmath.FirstHost(*n); got.String() != tt.want {
-			t.Errorf("ipmath.FirstHost(%s) = %v, want %s", tt.cidr, got, tt.want)
-		}
 	}
 }

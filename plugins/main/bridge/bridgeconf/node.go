@@ -1,4 +1,4 @@
-package main
+package bridgeconf
 
 import (
 	"crypto/sha256"
@@ -69,18 +69,18 @@ func (o nodeOptions) validate() error {
 	return errors.Join(errs...)
 }
 
-// masqSource is the address ipMasq uses for the family of ip (SNAT), nil
+// MasqSource is the address ipMasq uses for the family of ip (SNAT), nil
 // to masquerade.
-func (o nodeOptions) masqSource(ip net.IP) net.IP {
+func (o nodeOptions) MasqSource(ip net.IP) net.IP {
 	if ip.To4() != nil {
 		return net.ParseIP(o.IPMasqSourceIPv4)
 	}
 	return net.ParseIP(o.IPMasqSourceIPv6)
 }
 
-// metric is the metric of the default route of a family (4 or 6), 0 for
+// Metric is the metric of the default route of a family (4 or 6), 0 for
 // the kernel's default.
-func (o nodeOptions) metric(family int) int {
+func (o nodeOptions) Metric(family int) int {
 	if family == 6 && o.DefaultRouteMetricIPv6 != nil {
 		return *o.DefaultRouteMetricIPv6
 	}
@@ -90,10 +90,10 @@ func (o nodeOptions) metric(family int) int {
 	return 0
 }
 
-// hostVethName is the host-side name of the attachment's veth: the name
+// HostVethName is the host-side name of the attachment's veth: the name
 // args.cni.hostVethName asks for, or the prefix and eight hex digits of a
 // hash of the attachment, so that DEL finds it again by name alone.
-func (c *NetConf) hostVethName(containerID, ifname string) (name string, exact bool) {
+func (c *NetConf) HostVethName(containerID, ifname string) (name string, exact bool) {
 	if n := c.Args.Cni.HostVethName; n != "" {
 		return n, true
 	}

@@ -1,4 +1,4 @@
-package main
+package bridgeconf
 
 import (
 	"cnisuite/pkg/jsonscan"

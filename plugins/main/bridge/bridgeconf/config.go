@@ -1,4 +1,8 @@
-package main
+// Package bridgeconf reads and validates the bridge plugin's network
+// configuration: its keys (on the plain path of pkg/jsonscan when the
+// document allows), the node options of this suite, the container MAC the
+// runtime asks for, VLANs and isolation, every problem reported at once.
+package bridgeconf
 
 import (
 	"encoding/json"
@@ -68,16 +72,16 @@ type NetConf struct {
 	filterIngress bool
 }
 
-// decodeConf decodes the configuration, on the plain path when it can.
-func decodeConf(data []byte) (*NetConf, error) {
+// Decode decodes the configuration, on the plain path when it can.
+func Decode(data []byte) (*NetConf, error) {
 	return types.DecodeFresh(data, func() *NetConf { return &NetConf{BrName: defaultBridge} }, (*NetConf).decodePlain)
 }
 
-// loadConf decodes the configuration, applies defaults, picks the container
+// Load decodes the configuration, applies defaults, picks the container
 // MAC from cniArgs (CNI_ARGS) and validates everything, reporting every
 // problem at once.
-func loadConf(data []byte, cniArgs string) (*NetConf, error) {
-	conf, err := decodeConf(data)
+func Load(data []byte, cniArgs string) (*NetConf, error) {
+	conf, err := Decode(data)
 	if err != nil {
 		return nil, err
 	}
@@ -105,12 +109,12 @@ func loadConf(data []byte, cniArgs string) (*NetConf, error) {
 	return conf, nil
 }
 
-// hasIPAM reports whether an IPAM plugin is configured; without one the
+// HasIPAM reports whether an IPAM plugin is configured; without one the
 // bridge works at layer 2 only.
-func (c *NetConf) hasIPAM() bool { return c.IPAM.Type != "" }
+func (c *NetConf) HasIPAM() bool { return c.IPAM.Type != "" }
 
-// backend returns the configured masquerade backend, "" for automatic.
-func (c *NetConf) backend() string {
+// Backend returns the configured masquerade backend, "" for automatic.
+func (c *NetConf) Backend() string {
 	if c.IPMasqBackend == nil {
 		return ""
 	}
@@ -120,10 +124,10 @@ func (c *NetConf) backend() string {
 // selfType is the plugin type of this binary as a configuration names it.
 const selfType = "bridge"
 
-// validateIPAMType refuses this plugin as its own IPAM plugin: it would hand
+// ValidateIPAMType refuses this plugin as its own IPAM plugin: it would hand
 // the same configuration to itself, each level starting the next, without
 // end (test/fuzz found DEL and STATUS starting ~90 processes a second).
-func validateIPAMType(t string) error {
+func ValidateIPAMType(t string) error {
 	if t == selfType {
 		return types.Errorf(types.ErrInvalidConfig, "ipam.type %q: the bridge plugin cannot be its own IPAM plugin", t)
 	}
@@ -132,7 +136,7 @@ func validateIPAMType(t string) error {
 
 func (c *NetConf) validate() error {
 	errs := []error{types.ValidateLinkName("bridge", c.BrName), c.validateVlans(), c.validateIsolation(), c.nodeOptions.validate(),
-		types.ConfigExpressible(c.CNIVersion, c.hasIPAM(), c.rawIPAM)} // what a 0.1.0/0.2.0 result cannot hold
+		types.ConfigExpressible(c.CNIVersion, c.HasIPAM(), c.rawIPAM)} // what a 0.1.0/0.2.0 result cannot hold
 	if n := c.Args.Cni.HostVethName; n != "" {
 		errs = append(errs, types.ValidateLinkName("args.cni.hostVethName", n))
 	}
@@ -145,14 +149,14 @@ func (c *NetConf) validate() error {
 	if (c.IPMasqSourceIPv4 != "" || c.IPMasqSourceIPv6 != "") && !c.IPMasq {
 		invalid("ipMasqSourceIPv4/ipMasqSourceIPv6: need ipMasq")
 	}
-	if c.DisableContainerInterface && c.hasIPAM() {
+	if c.DisableContainerInterface && c.HasIPAM() {
 		invalid("disableContainerInterface: cannot use IPAM (ipam.type %q) when the container interface is left down", c.IPAM.Type)
 	}
-	errs = append(errs, validateIPAMType(c.IPAM.Type))
+	errs = append(errs, ValidateIPAMType(c.IPAM.Type))
 	if c.MTU < 0 || c.MTU > 65535 || (c.MTU > 0 && c.MTU < 68) {
 		invalid("mtu %d: must be 0 (kernel default) or between 68 and 65535", c.MTU)
 	}
-	switch b := c.backend(); b {
+	switch b := c.Backend(); b {
 	case "", firewall.KindIPTables, firewall.KindNFTables:
 	default:
 		invalid("ipMasqBackend %q: must be %q or %q (or absent for automatic)", b, firewall.KindIPTables, firewall.KindNFTables)
@@ -165,7 +169,7 @@ func (c *NetConf) validate() error {
 func (c *NetConf) validateVlans() error {
 	ids, err := vlanplan.Validate(c.Vlan, c.VlanTrunk)
 	c.trunkIDs = ids
-	if c.Vlan > 0 && len(c.VlanGatewayName()) > types.MaxIfNameLen && c.IsGW && c.hasIPAM() {
+	if c.Vlan > 0 && len(c.VlanGatewayName()) > types.MaxIfNameLen && c.IsGW && c.HasIPAM() {
 		err = errors.Join(err, types.Errorf(types.ErrInvalidConfig,
 			"bridge %q with vlan %d: the gateway interface name %q is longer than %d bytes",
 			c.BrName, c.Vlan, c.VlanGatewayName(), types.MaxIfNameLen))
@@ -175,3 +179,11 @@ func (c *NetConf) validateVlans() error {
 
 // VlanGatewayName is the host interface carrying a VLAN's gateway address.
 func (c *NetConf) VlanGatewayName() string { return vlanplan.GatewayName(c.BrName, c.Vlan) }
+
+// TrunkIDs are the trunk VLANs, sorted and without duplicates (Load fills
+// them).
+func (c *NetConf) TrunkIDs() []int { return c.trunkIDs }
+
+// MAC is the container MAC chosen from CNI_ARGS, args and runtimeConfig,
+// nil for the kernel's own (Load fills it).
+func (c *NetConf) MAC() net.HardwareAddr { return c.mac }
