@@ -18,6 +18,7 @@ package jsonscan
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -127,7 +128,7 @@ func (r *Reader) Int() int {
 // encoding/json would take for it).
 func (r *Reader) Object(keys []string, member func(i int)) {
 	r.Members(func(key string) {
-		switch i := index(keys, key); {
+		switch i := slices.Index(keys, key); {
 		case i >= 0:
 			member(i)
 		case foldsTo(keys, key):
@@ -137,6 +138,72 @@ func (r *Reader) Object(keys []string, member func(i int)) {
 		}
 	})
 }
+
+// A Field binds a key of an object to where its value goes. Into is one
+// of *string, *int, *bool, *[]string, *json.RawMessage (Raw), the value;
+// **string, **int, **bool, **[]string, a pointer to it (a key that may be
+// absent); func(*Reader), a reader of its own for the value; or nil, a key
+// left to encoding/json (the Reader stops on it).
+type Field struct {
+	Key  string
+	Into any
+}
+
+// Fields reads an object into fields, by Object's rules; a key given
+// twice in fields goes to the first.
+func (r *Reader) Fields(fields []Field) {
+	r.Object(Keys(fields), func(i int) { r.into(fields[i].Into) })
+}
+
+// Keys returns the keys of fields, in order.
+func Keys(fields []Field) []string {
+	keys := make([]string, len(fields))
+	for i, f := range fields {
+		keys[i] = f.Key
+	}
+	return keys
+}
+
+// Takes reports whether into is a kind a Field's Into may be (nil
+// included); any other leaves its key to encoding/json without a word, so
+// tests check every table with it (scantest.SameFields).
+func Takes(into any) bool {
+	switch into.(type) {
+	case nil, *string, **string, *int, **int, *bool, **bool, *[]string, **[]string, *json.RawMessage, func(*Reader):
+		return true
+	}
+	return false
+}
+
+// into reads the next value into dst, a Field's Into.
+func (r *Reader) into(dst any) {
+	switch d := dst.(type) {
+	case *string:
+		*d = r.String()
+	case **string:
+		*d = ptr(r.String())
+	case *int:
+		*d = r.Int()
+	case **int:
+		*d = ptr(r.Int())
+	case *bool:
+		*d = r.Bool()
+	case **bool:
+		*d = ptr(r.Bool())
+	case *[]string:
+		*d = r.Strings()
+	case **[]string:
+		*d = ptr(r.Strings())
+	case *json.RawMessage:
+		*d = r.Raw()
+	case func(*Reader):
+		d(r)
+	default: // nil: encoding/json's
+		r.ok = false
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // Members reads an object of any keys: member(key) reads the value of key.
 // A key given twice stops the Reader (encoding/json keeps the last value
@@ -267,15 +334,6 @@ func (r *Reader) skipString() {
 			return
 		}
 	}
-}
-
-func index(keys []string, key string) int {
-	for i, k := range keys {
-		if k == key {
-			return i
-		}
-	}
-	return -1
 }
 
 // foldsTo reports whether encoding/json could match key to one of keys by

@@ -121,3 +121,57 @@ func TestMembersBoolRaw(t *testing.T) {
 		}
 	}
 }
+
+// every holds one field of each kind a Field takes.
+type every struct {
+	S   string          `json:"s"`
+	PS  *string         `json:"ps"`
+	I   int             `json:"i"`
+	PI  *int            `json:"pi"`
+	B   bool            `json:"b"`
+	PB  *bool           `json:"pb"`
+	L   []string        `json:"l"`
+	PL  *[]string       `json:"pl"`
+	Raw json.RawMessage `json:"raw"`
+	Own string          `json:"own"`
+}
+
+func (e *every) fields() []Field {
+	return []Field{{"s", &e.S}, {"ps", &e.PS}, {"i", &e.I}, {"pi", &e.PI}, {"b", &e.B}, {"pb", &e.PB},
+		{"l", &e.L}, {"pl", &e.PL}, {"raw", &e.Raw}, {"own", func(r *Reader) { e.Own = r.String() + "!" }},
+		{"left", nil}}
+}
+
+// TestFields: each kind of Field reads its value as encoding/json does (a
+// reader of its own as it is written); a key left to encoding/json stops
+// the Reader; Keys lists the keys in order.
+func TestFields(t *testing.T) {
+	doc := `{"s":"x","ps":"y","i":-3,"pi":4,"b":true,"pb":false,"l":["a"],"pl":[],"raw":{"k":[1]},"own":"o","other":[null]}`
+	var got every
+	r := NewReader([]byte(doc))
+	r.Fields(got.fields())
+	var want every
+	if err := json.Unmarshal([]byte(doc), &want); err != nil {
+		t.Fatal(err)
+	}
+	want.Own += "!"
+	if !r.OK() || !reflect.DeepEqual(got, want) {
+		t.Errorf("Fields read %+v (ok %v), encoding/json %+v", got, r.OK(), want)
+	}
+	r = NewReader([]byte(`{"s":"x","left":1}`))
+	r.Fields(got.fields())
+	if r.OK() {
+		t.Errorf("a key left to encoding/json (Into nil) was taken")
+	}
+	for _, f := range got.fields() {
+		if !Takes(f.Into) {
+			t.Errorf("Takes(%T) = false for a kind Fields reads", f.Into)
+		}
+	}
+	if Takes(new(float64)) || Takes(new(map[string]bool)) {
+		t.Errorf("Takes says yes to a kind Fields does not read")
+	}
+	if keys := Keys(got.fields()); len(keys) != 11 || keys[0] != "s" || keys[10] != "left" {
+		t.Errorf("Keys = %q", keys)
+	}
+}

@@ -159,24 +159,16 @@ type configHead struct {
 	LogLevel json.RawMessage `json:"logLevel"`
 }
 
-// headKeys are configHead's keys, in the order of its fields.
-var headKeys = []string{"cniVersion", "name", "logFile", "logLevel"}
+// plainFields are configHead's keys on the plain path (pkg/jsonscan).
+func (h *configHead) plainFields() []jsonscan.Field {
+	return []jsonscan.Field{{Key: "cniVersion", Into: &h.CNIVersion}, {Key: "name", Into: &h.Name},
+		{Key: "logFile", Into: &h.LogFile}, {Key: "logLevel", Into: &h.LogLevel}}
+}
 
-// decodePlain reads the head on the plain path (pkg/jsonscan).
+// decodePlain reads the head on the plain path.
 func (h *configHead) decodePlain(data []byte) bool {
 	rd := jsonscan.NewReader(data)
-	rd.Object(headKeys, func(i int) {
-		switch i {
-		case 0:
-			h.CNIVersion = rd.String()
-		case 1:
-			h.Name = rd.String()
-		case 2:
-			h.LogFile = rd.Raw()
-		case 3:
-			h.LogLevel = rd.Raw()
-		}
-	})
+	rd.Fields(h.plainFields())
 	return rd.OK()
 }
 

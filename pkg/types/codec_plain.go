@@ -16,115 +16,72 @@ import (
 // (FuzzPlainResult checks that both paths agree wherever the plain one
 // answers).
 
-var (
-	resultKeys = []string{"cniVersion", "interfaces", "ips", "routes", "dns"}
-	ifaceKeys  = []string{"name", "mac", "mtu", "sandbox", "socketPath", "pciID"}
-	ipKeys     = []string{"interface", "address", "gateway"}
-	routeKeys  = []string{"dst", "gw", "mtu", "advmss", "priority", "table", "scope"}
-	dnsKeys    = []string{"nameservers", "domain", "search", "options"}
-)
-
 // decodePlain reads a 1.0.0/1.1.0 result, before validation; the version is
 // the document's or fallback.
 func decodePlain(data []byte, fallback string) (*Result, bool) {
 	rd := jsonscan.NewReader(data)
 	r := &Result{CNIVersion: fallback}
-	rd.Object(resultKeys, func(i int) {
-		switch i {
-		case 0:
-			if v := rd.String(); v != "" {
-				r.CNIVersion = v
-			}
-		case 1:
-			rd.Array(func() { r.Interfaces = append(r.Interfaces, plainIface(rd)) })
-		case 2:
-			rd.Array(func() { r.IPs = append(r.IPs, plainIP(rd)) })
-		case 3:
-			r.Routes = []*Route{} // [] is an empty list, as encoding/json reads it
-			rd.Array(func() { r.Routes = append(r.Routes, plainRoute(rd)) })
-		case 4:
-			r.DNS = plainDNS(rd)
-		}
-	})
+	rd.Fields(r.plainFields())
 	if fam, err := version.FamilyOf(r.CNIVersion); err != nil || fam != version.Family100 {
 		return nil, false
 	}
 	return r, rd.OK()
 }
 
-func plainIface(rd *jsonscan.Reader) *Interface {
-	in := &Interface{}
-	rd.Object(ifaceKeys, func(i int) {
-		switch i {
-		case 0:
-			in.Name = rd.String()
-		case 1:
-			in.Mac = rd.String()
-		case 2:
-			in.Mtu = rd.Int()
-		case 3:
-			in.Sandbox = rd.String()
-		case 4:
-			in.SocketPath = rd.String()
-		case 5:
-			in.PciID = rd.String()
-		}
-	})
-	return in
+func (r *Result) plainFields() []jsonscan.Field {
+	return []jsonscan.Field{
+		{Key: "cniVersion", Into: func(rd *jsonscan.Reader) {
+			if v := rd.String(); v != "" {
+				r.CNIVersion = v
+			}
+		}},
+		{Key: "interfaces", Into: func(rd *jsonscan.Reader) {
+			rd.Array(func() {
+				in := &Interface{}
+				rd.Fields(in.plainFields())
+				r.Interfaces = append(r.Interfaces, in)
+			})
+		}},
+		{Key: "ips", Into: func(rd *jsonscan.Reader) {
+			rd.Array(func() {
+				ip := &IPConfig{}
+				rd.Fields(ip.plainFields())
+				r.IPs = append(r.IPs, ip)
+			})
+		}},
+		{Key: "routes", Into: func(rd *jsonscan.Reader) {
+			r.Routes = []*Route{} // [] is an empty list, as encoding/json reads it
+			rd.Array(func() { r.Routes = append(r.Routes, plainRoute(rd)) })
+		}},
+		{Key: "dns", Into: func(rd *jsonscan.Reader) { r.DNS = plainDNS(rd) }},
+	}
 }
 
-func plainIP(rd *jsonscan.Reader) *IPConfig {
-	ip := &IPConfig{}
-	rd.Object(ipKeys, func(i int) {
-		switch i {
-		case 0:
-			ip.Interface = Ptr(rd.Int())
-		case 1:
-			ip.Address = plainCIDR(rd)
-		case 2:
-			ip.Gateway = plainIP4or6(rd)
-		}
-	})
-	return ip
+func (in *Interface) plainFields() []jsonscan.Field {
+	return []jsonscan.Field{{Key: "name", Into: &in.Name}, {Key: "mac", Into: &in.Mac}, {Key: "mtu", Into: &in.Mtu},
+		{Key: "sandbox", Into: &in.Sandbox}, {Key: "socketPath", Into: &in.SocketPath}, {Key: "pciID", Into: &in.PciID}}
+}
+
+func (ip *IPConfig) plainFields() []jsonscan.Field {
+	return []jsonscan.Field{{Key: "interface", Into: &ip.Interface},
+		{Key: "address", Into: func(rd *jsonscan.Reader) { ip.Address = plainCIDR(rd) }},
+		{Key: "gateway", Into: func(rd *jsonscan.Reader) { ip.Gateway = plainIP4or6(rd) }}}
 }
 
 func plainRoute(rd *jsonscan.Reader) *Route {
 	rt := &Route{}
-	rd.Object(routeKeys, func(i int) {
-		switch i {
-		case 0:
-			rt.Dst = plainCIDR(rd)
-		case 1:
-			rt.GW = plainIP4or6(rd)
-		case 2:
-			rt.MTU = rd.Int()
-		case 3:
-			rt.AdvMSS = rd.Int()
-		case 4:
-			rt.Priority = rd.Int()
-		case 5:
-			rt.Table = Ptr(rd.Int())
-		case 6:
-			rt.Scope = Ptr(rd.Int())
-		}
-	})
+	rd.Fields([]jsonscan.Field{
+		{Key: "dst", Into: func(rd *jsonscan.Reader) { rt.Dst = plainCIDR(rd) }},
+		{Key: "gw", Into: func(rd *jsonscan.Reader) { rt.GW = plainIP4or6(rd) }},
+		{Key: "mtu", Into: &rt.MTU}, {Key: "advmss", Into: &rt.AdvMSS}, {Key: "priority", Into: &rt.Priority},
+		{Key: "table", Into: &rt.Table}, {Key: "scope", Into: &rt.Scope}})
 	return rt
 }
 
 func plainDNS(rd *jsonscan.Reader) DNS {
 	var d DNS
-	rd.Object(dnsKeys, func(i int) {
-		switch i {
-		case 0:
-			d.Nameservers = rd.Strings()
-		case 1:
-			d.Domain = rd.String()
-		case 2:
-			d.Search = rd.Strings()
-		case 3:
-			d.Options = rd.Strings()
-		}
-	})
+	rd.Fields([]jsonscan.Field{{Key: "nameservers", Into: &d.Nameservers}, {Key: "domain", Into: &d.Domain},
+		{Key: "search", Into: &d.Search}, {Key: "options", Into: &d.Options}})
 	return d
 }
 

@@ -1,34 +1,29 @@
 package types
 
-import "cnisuite/pkg/jsonscan"
+import (
+	"slices"
 
-// NetConfKeys are NetConf's keys, as encoding/json matches them.
-var NetConfKeys = []string{"cniVersion", "name", "type", "capabilities", "ipam", "dns", "prevResult",
-	"cni.dev/valid-attachments", "cni.dev/attachments"}
+	"cnisuite/pkg/jsonscan"
+)
 
 // DecodePlain reads a configuration on the plain path (pkg/jsonscan says
-// why): the plugin's own keys through member, which reads the value of
-// keys[i] from rd, or calls rd.Fail for a key or shape it leaves to
-// encoding/json; NetConf's other keys into nc. A key of keys that is also
-// one of NetConf's is the plugin's, as encoding/json gives a key to the
-// outer struct's field. keys must hold every other key the plugin's
-// configuration type decodes (scantest.SameKeys checks it), so that a key
-// written in another case goes to the general path too.
+// why): the plugin's own keys into fields, NetConf's other keys into nc. A
+// key of fields that is also one of NetConf's is the plugin's, as
+// encoding/json gives a key to the outer struct's field. fields must hold
+// every other key the plugin's configuration type decodes (scantest.SameKeys
+// checks it), so that a key written in another case goes to the general
+// path too; a field whose Into is nil leaves its key to encoding/json.
 //
 // On false the caller decodes data with Decode, into a fresh value: the
 // plain path may have filled part of this one.
-func DecodePlain(data []byte, nc *NetConf, keys []string, member func(rd *jsonscan.Reader, i int)) bool {
+func DecodePlain(data []byte, nc *NetConf, fields []jsonscan.Field) bool {
 	rd := jsonscan.NewReader(data)
-	all := append(append(make([]string, 0, len(keys)+len(NetConfKeys)), keys...), NetConfKeys...)
-	rd.Object(all, func(i int) {
-		if i < len(keys) {
-			member(rd, i)
-			return
-		}
-		nc.plainMember(rd, i-len(keys))
-	})
+	rd.Fields(slices.Concat(fields, nc.plainFields()))
 	return rd.OK()
 }
+
+// NetConfKeys are NetConf's keys, as the plain path reads them.
+func NetConfKeys() []string { return jsonscan.Keys((&NetConf{}).plainFields()) }
 
 // DecodeFresh decodes a configuration into a value fresh makes (new(T)
 // when fresh is nil): on the plain path when plain takes data, otherwise by
@@ -56,7 +51,7 @@ type versionHead struct {
 
 func (h *versionHead) decodePlain(data []byte) bool {
 	rd := jsonscan.NewReader(data)
-	rd.Object([]string{"cniVersion"}, func(int) { h.CNIVersion = rd.String() })
+	rd.Fields([]jsonscan.Field{{Key: "cniVersion", Into: &h.CNIVersion}})
 	return rd.OK()
 }
 
@@ -72,24 +67,23 @@ func DecodeVersion(data []byte) (string, error) {
 // ReadRoute reads a route on the plain path, as Route's UnmarshalJSON.
 func ReadRoute(rd *jsonscan.Reader) *Route { return plainRoute(rd) }
 
-func (c *NetConf) plainMember(rd *jsonscan.Reader, i int) {
-	switch NetConfKeys[i] {
-	case "cniVersion":
-		c.CNIVersion = rd.String()
-	case "name":
-		c.Name = rd.String()
-	case "type":
-		c.Type = rd.String()
-	case "capabilities":
-		c.Capabilities = map[string]bool{}
-		rd.Members(func(key string) { c.Capabilities[key] = rd.Bool() })
-	case "ipam":
-		rd.Object([]string{"type"}, func(int) { c.IPAM.Type = rd.String() })
-	case "dns":
-		c.DNS = plainDNS(rd)
-	case "prevResult":
-		c.RawPrevResult = rd.Raw()
-	default: // the GC keys, in GC calls only
-		rd.Fail()
+// plainFields are NetConf's keys on the plain path; the GC keys, in GC
+// calls only, are left to encoding/json.
+func (c *NetConf) plainFields() []jsonscan.Field {
+	return []jsonscan.Field{
+		{Key: "cniVersion", Into: &c.CNIVersion},
+		{Key: "name", Into: &c.Name},
+		{Key: "type", Into: &c.Type},
+		{Key: "capabilities", Into: func(rd *jsonscan.Reader) {
+			c.Capabilities = map[string]bool{}
+			rd.Members(func(key string) { c.Capabilities[key] = rd.Bool() })
+		}},
+		{Key: "ipam", Into: func(rd *jsonscan.Reader) {
+			rd.Fields([]jsonscan.Field{{Key: "type", Into: &c.IPAM.Type}})
+		}},
+		{Key: "dns", Into: func(rd *jsonscan.Reader) { c.DNS = plainDNS(rd) }},
+		{Key: "prevResult", Into: &c.RawPrevResult},
+		{Key: "cni.dev/valid-attachments"},
+		{Key: "cni.dev/attachments"},
 	}
 }

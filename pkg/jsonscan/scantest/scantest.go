@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"cnisuite/pkg/jsonscan"
 )
 
 // Keys returns the JSON keys encoding/json decodes into a struct type:
@@ -50,6 +52,19 @@ func SameKeys(t *testing.T, typ reflect.Type, plain ...[]string) {
 	if err := Diff(typ, plain...); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// SameFields fails t unless the field table, with the key lists in more
+// (an embedded type's keys, read by a table of its own), holds exactly the
+// keys of typ, each bound to a kind jsonscan takes.
+func SameFields(t *testing.T, typ reflect.Type, fields []jsonscan.Field, more ...[]string) {
+	t.Helper()
+	for _, f := range fields {
+		if !jsonscan.Takes(f.Into) {
+			t.Fatalf("the plain decoder of %v binds %q to a %T, which jsonscan does not take", typ, f.Key, f.Into)
+		}
+	}
+	SameKeys(t, typ, append(more, jsonscan.Keys(fields))...)
 }
 
 // Diff is SameKeys' check: nil when the lists in plain hold together

@@ -53,7 +53,7 @@ type PortMapEntry struct {
 
 // mappingKeys are the keys of a port mapping: the four the portMappings
 // capability convention names, and netavark's range.
-var mappingKeys = map[string]bool{"hostPort": true, "containerPort": true, "protocol": true, "hostIP": true, "range": true}
+var mappingKeys = []string{"hostPort", "containerPort", "protocol", "hostIP", "range"}
 
 // UnknownMappingKeys names the keys of runtimeConfig.portMappings entries
 // that the plugin does not know ("runtimeConfig.portMappings[1].range"), in
@@ -106,7 +106,7 @@ func mappingPaths(i int, keys []string) []string {
 // hostIP), so such a key is applied, not ignored, and no warning may say
 // otherwise.
 func knownMappingKey(k string) bool {
-	for name := range mappingKeys {
+	for _, name := range mappingKeys {
 		if strings.EqualFold(k, name) {
 			return true
 		}

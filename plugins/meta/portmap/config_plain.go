@@ -5,57 +5,38 @@ import (
 	"cnisuite/pkg/types"
 )
 
-// configKeys are Config's own keys (types.NetConfKeys are the others).
-var configKeys = []string{"snat", "masqAll", "markMasqBit", "externalSetMarkChain", "conditionsV4", "conditionsV6",
-	"backend", "runtimeConfig"}
-
-// entryKeys are PortMapEntry's keys, in the order of its fields.
-var entryKeys = []string{"hostPort", "containerPort", "protocol", "hostIP", "range"}
-
 // decodePlain reads the configuration on the plain path (types.DecodePlain).
 func (c *Config) decodePlain(data []byte) bool {
-	return types.DecodePlain(data, &c.NetConf, configKeys, func(rd *jsonscan.Reader, i int) {
-		switch configKeys[i] {
-		case "snat":
-			c.SNAT = types.Ptr(rd.Bool())
-		case "masqAll":
-			c.MasqAll = rd.Bool()
-		case "markMasqBit":
-			c.MarkMasqBit = types.Ptr(rd.Int())
-		case "externalSetMarkChain":
-			c.ExternalSetMarkChain = types.Ptr(rd.String())
-		case "conditionsV4":
-			c.ConditionsV4 = types.Ptr(rd.Strings())
-		case "conditionsV6":
-			c.ConditionsV6 = types.Ptr(rd.Strings())
-		case "backend":
-			c.Backend = types.Ptr(rd.String())
-		case "runtimeConfig":
-			rd.Object([]string{"portMappings"}, func(int) {
-				c.RuntimeConfig.PortMaps = []PortMapEntry{} // [] is an empty list, as encoding/json reads it
-				rd.Array(func() { c.RuntimeConfig.PortMaps = append(c.RuntimeConfig.PortMaps, plainEntry(rd)) })
-			})
-		}
-	})
+	return types.DecodePlain(data, &c.NetConf, c.plainFields())
 }
 
-func plainEntry(rd *jsonscan.Reader) PortMapEntry {
-	var e PortMapEntry
-	rd.Object(entryKeys, func(i int) {
-		switch entryKeys[i] {
-		case "hostPort":
-			e.HostPort = rd.Int()
-		case "containerPort":
-			e.ContainerPort = rd.Int()
-		case "protocol":
-			e.Protocol = rd.String()
-		case "hostIP":
-			e.HostIP = rd.String()
-		case "range":
-			e.Range = types.Ptr(rd.Int())
-		}
-	})
-	return e
+// plainFields are Config's own keys (types.NetConfKeys are the others).
+func (c *Config) plainFields() []jsonscan.Field {
+	return []jsonscan.Field{
+		{Key: "snat", Into: &c.SNAT},
+		{Key: "masqAll", Into: &c.MasqAll},
+		{Key: "markMasqBit", Into: &c.MarkMasqBit},
+		{Key: "externalSetMarkChain", Into: &c.ExternalSetMarkChain},
+		{Key: "conditionsV4", Into: &c.ConditionsV4},
+		{Key: "conditionsV6", Into: &c.ConditionsV6},
+		{Key: "backend", Into: &c.Backend},
+		{Key: "runtimeConfig", Into: func(rd *jsonscan.Reader) {
+			rd.Fields([]jsonscan.Field{{Key: "portMappings", Into: func(rd *jsonscan.Reader) {
+				c.RuntimeConfig.PortMaps = []PortMapEntry{} // [] is an empty list, as encoding/json reads it
+				rd.Array(func() {
+					var e PortMapEntry
+					rd.Fields(e.plainFields())
+					c.RuntimeConfig.PortMaps = append(c.RuntimeConfig.PortMaps, e)
+				})
+			}}})
+		}},
+	}
+}
+
+// plainFields are a port mapping's keys (mappingKeys).
+func (e *PortMapEntry) plainFields() []jsonscan.Field {
+	return []jsonscan.Field{{Key: "hostPort", Into: &e.HostPort}, {Key: "containerPort", Into: &e.ContainerPort},
+		{Key: "protocol", Into: &e.Protocol}, {Key: "hostIP", Into: &e.HostIP}, {Key: "range", Into: &e.Range}}
 }
 
 // unknownKeysPlain is UnknownMappingKeys on the plain path; false when the

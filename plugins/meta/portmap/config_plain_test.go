@@ -17,8 +17,9 @@ var runtimeConfigs = []string{
 }
 
 func TestPlainConfigKeys(t *testing.T) {
-	scantest.SameKeys(t, reflect.TypeOf(Config{}), types.NetConfKeys, configKeys)
-	scantest.SameKeys(t, reflect.TypeOf(PortMapEntry{}), entryKeys)
+	scantest.SameFields(t, reflect.TypeOf(Config{}), (&Config{}).plainFields(), types.NetConfKeys())
+	scantest.SameFields(t, reflect.TypeOf(PortMapEntry{}), (&PortMapEntry{}).plainFields())
+	scantest.SameKeys(t, reflect.TypeOf(PortMapEntry{}), mappingKeys)
 }
 
 // TestRuntimeConfigsArePlain: what runtimes send takes the plain path and

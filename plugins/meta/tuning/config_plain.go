@@ -5,35 +5,31 @@ import (
 	"cnisuite/pkg/types"
 )
 
-// configKeys are Config's own keys (types.NetConfKeys are the others).
-var configKeys = []string{"sysctl", "mac", "mtu", "promisc", "allmulti", "txQLen", "dataDir", "runtimeConfig",
-	"features", "channels", "args"}
-
 // decodePlain reads the configurations runtimes send on the plain path
-// (types.DecodePlain); features, channels and args, rarer, are left to
-// encoding/json.
+// (types.DecodePlain).
 func (c *Config) decodePlain(data []byte) bool {
-	return types.DecodePlain(data, &c.NetConf, configKeys, func(rd *jsonscan.Reader, i int) {
-		switch configKeys[i] {
-		case "sysctl":
+	return types.DecodePlain(data, &c.NetConf, c.plainFields())
+}
+
+// plainFields are Config's own keys (types.NetConfKeys are the others);
+// features, channels and args, rarer, are left to encoding/json.
+func (c *Config) plainFields() []jsonscan.Field {
+	return []jsonscan.Field{
+		{Key: "sysctl", Into: func(rd *jsonscan.Reader) {
 			c.Sysctl = Sysctls{}
 			rd.Members(func(key string) { c.Sysctl = append(c.Sysctl, Sysctl{Key: key, Value: rd.String()}) })
-		case "mac":
-			c.MAC = rd.String()
-		case "mtu":
-			c.MTU = rd.Int()
-		case "promisc":
-			c.Promisc = types.Ptr(rd.Bool())
-		case "allmulti":
-			c.Allmulti = types.Ptr(rd.Bool())
-		case "txQLen":
-			c.TxQLen = types.Ptr(rd.Int())
-		case "dataDir":
-			c.DataDir = rd.String()
-		case "runtimeConfig":
-			rd.Object([]string{"mac"}, func(int) { c.RuntimeConfig.MAC = rd.String() })
-		default:
-			rd.Fail()
-		}
-	})
+		}},
+		{Key: "mac", Into: &c.MAC},
+		{Key: "mtu", Into: &c.MTU},
+		{Key: "promisc", Into: &c.Promisc},
+		{Key: "allmulti", Into: &c.Allmulti},
+		{Key: "txQLen", Into: &c.TxQLen},
+		{Key: "dataDir", Into: &c.DataDir},
+		{Key: "runtimeConfig", Into: func(rd *jsonscan.Reader) {
+			rd.Fields([]jsonscan.Field{{Key: "mac", Into: &c.RuntimeConfig.MAC}})
+		}},
+		{Key: "features"},
+		{Key: "channels"},
+		{Key: "args"},
+	}
 }

@@ -5,60 +5,50 @@ import (
 	"cnisuite/pkg/types"
 )
 
-var (
-	// confKeys are netConf's own keys (types.NetConfKeys are the others;
-	// its ipam is netConf's).
-	confKeys = []string{"ipam", "runtimeConfig", "args"}
-	// ipamKeys are ipamConf's keys, its embedded rangeConf's included.
-	ipamKeys = []string{"type", "subnet", "rangeStart", "rangeEnd", "gateway", "ranges", "routes", "dataDir", "resolvConf"}
-	// rangeKeys are rangeConf's keys.
-	rangeKeys = []string{"subnet", "rangeStart", "rangeEnd", "gateway"}
-	// runtimeKeys are runtimeConfig's keys.
-	runtimeKeys = []string{"ips", "ipRanges"}
-)
-
 // decodePlain reads the configuration on the plain path (types.DecodePlain).
 func (n *netConf) decodePlain(data []byte) bool {
-	return types.DecodePlain(data, &n.NetConf, confKeys, func(rd *jsonscan.Reader, i int) {
-		switch confKeys[i] {
-		case "ipam":
-			n.IPAM = plainIPAM(rd)
-		case "runtimeConfig":
-			rd.Object(runtimeKeys, func(i int) {
-				if i == 0 {
-					n.RuntimeConfig.IPs = rd.Strings()
-				} else {
-					n.RuntimeConfig.IPRanges = plainRangeSets(rd)
-				}
-			})
-		case "args":
-			rd.Object([]string{"cni"}, func(int) {
-				rd.Object([]string{"ips"}, func(int) { n.Args.CNI.IPs = types.Ptr(rd.Strings()) })
-			})
-		}
-	})
+	return types.DecodePlain(data, &n.NetConf, n.plainFields())
 }
 
-func plainIPAM(rd *jsonscan.Reader) *ipamConf {
-	c := &ipamConf{}
-	rd.Object(ipamKeys, func(i int) {
-		switch ipamKeys[i] {
-		case "type":
-			c.Type = rd.String()
-		case "ranges":
-			c.Ranges = plainRangeSets(rd)
-		case "routes":
+// plainFields are netConf's own keys (types.NetConfKeys are the others;
+// its ipam is netConf's).
+func (n *netConf) plainFields() []jsonscan.Field {
+	return []jsonscan.Field{
+		{Key: "ipam", Into: func(rd *jsonscan.Reader) {
+			n.IPAM = &ipamConf{}
+			rd.Fields(n.IPAM.plainFields())
+		}},
+		{Key: "runtimeConfig", Into: func(rd *jsonscan.Reader) { rd.Fields(n.RuntimeConfig.plainFields()) }},
+		{Key: "args", Into: func(rd *jsonscan.Reader) {
+			rd.Fields([]jsonscan.Field{{Key: "cni", Into: func(rd *jsonscan.Reader) {
+				rd.Fields([]jsonscan.Field{{Key: "ips", Into: &n.Args.CNI.IPs}})
+			}}})
+		}},
+	}
+}
+
+// plainFields are ipamConf's keys, its embedded rangeConf's included.
+func (c *ipamConf) plainFields() []jsonscan.Field {
+	return append([]jsonscan.Field{
+		{Key: "type", Into: &c.Type},
+		{Key: "ranges", Into: func(rd *jsonscan.Reader) { c.Ranges = plainRangeSets(rd) }},
+		{Key: "routes", Into: func(rd *jsonscan.Reader) {
 			c.Routes = []*types.Route{} // [] is an empty list, as encoding/json reads it
 			rd.Array(func() { c.Routes = append(c.Routes, types.ReadRoute(rd)) })
-		case "dataDir":
-			c.DataDir = rd.String()
-		case "resolvConf":
-			c.ResolvConf = rd.String()
-		default:
-			c.rangeConf.member(rd, ipamKeys[i])
-		}
-	})
-	return c
+		}},
+		{Key: "dataDir", Into: &c.DataDir},
+		{Key: "resolvConf", Into: &c.ResolvConf},
+	}, c.rangeConf.plainFields()...)
+}
+
+func (r *rangeConf) plainFields() []jsonscan.Field {
+	return []jsonscan.Field{{Key: "subnet", Into: &r.Subnet}, {Key: "rangeStart", Into: &r.RangeStart},
+		{Key: "rangeEnd", Into: &r.RangeEnd}, {Key: "gateway", Into: &r.Gateway}}
+}
+
+func (c *runtimeConfig) plainFields() []jsonscan.Field {
+	return []jsonscan.Field{{Key: "ips", Into: &c.IPs},
+		{Key: "ipRanges", Into: func(rd *jsonscan.Reader) { c.IPRanges = plainRangeSets(rd) }}}
 }
 
 func plainRangeSets(rd *jsonscan.Reader) [][]rangeConf {
@@ -67,24 +57,10 @@ func plainRangeSets(rd *jsonscan.Reader) [][]rangeConf {
 		set := []rangeConf{}
 		rd.Array(func() {
 			var r rangeConf
-			rd.Object(rangeKeys, func(i int) { r.member(rd, rangeKeys[i]) })
+			rd.Fields(r.plainFields())
 			set = append(set, r)
 		})
 		sets = append(sets, set)
 	})
 	return sets
-}
-
-// member reads the value of one of rangeKeys.
-func (r *rangeConf) member(rd *jsonscan.Reader, key string) {
-	switch key {
-	case "subnet":
-		r.Subnet = rd.String()
-	case "rangeStart":
-		r.RangeStart = rd.String()
-	case "rangeEnd":
-		r.RangeEnd = rd.String()
-	case "gateway":
-		r.Gateway = rd.String()
-	}
 }

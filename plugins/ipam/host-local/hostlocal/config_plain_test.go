@@ -17,10 +17,10 @@ var runtimeConfigs = []string{
 }
 
 func TestPlainConfigKeys(t *testing.T) {
-	scantest.SameKeys(t, reflect.TypeOf(netConf{}), types.NetConfKeys, confKeys)
-	scantest.SameKeys(t, reflect.TypeOf(ipamConf{}), ipamKeys)
-	scantest.SameKeys(t, reflect.TypeOf(rangeConf{}), rangeKeys)
-	scantest.SameKeys(t, reflect.TypeOf(runtimeConfig{}), runtimeKeys)
+	scantest.SameFields(t, reflect.TypeOf(netConf{}), (&netConf{}).plainFields(), types.NetConfKeys())
+	scantest.SameFields(t, reflect.TypeOf(ipamConf{}), (&ipamConf{}).plainFields())
+	scantest.SameFields(t, reflect.TypeOf(rangeConf{}), (&rangeConf{}).plainFields())
+	scantest.SameFields(t, reflect.TypeOf(runtimeConfig{}), (&runtimeConfig{}).plainFields())
 }
 
 // TestRuntimeConfigsArePlain: what runtimes send takes the plain path and

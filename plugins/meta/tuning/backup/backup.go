@@ -179,9 +179,6 @@ func (s Store) Load(containerID, ifName string) (*State, error) {
 	return st, nil
 }
 
-// stateKeys are State's keys, in the order of its fields.
-var stateKeys = []string{"network", "mac", "promisc", "mtu", "allmulti", "txQLen", "sysctl", "features", "channels"}
-
 // decodeState reads a state file, on the plain path unless it holds
 // channels or a shape only encoding/json reads.
 func decodeState(data []byte) (*State, error) {
@@ -199,41 +196,34 @@ func decodeState(data []byte) (*State, error) {
 func plainState(data []byte) (*State, bool) {
 	st := &State{}
 	rd := jsonscan.NewReader(data)
-	rd.Object(stateKeys, func(i int) {
-		switch stateKeys[i] {
-		case "network":
-			st.Network = rd.String()
-		case "mac":
-			st.MAC = rd.String()
-		case "promisc":
-			st.Promisc = types.Ptr(rd.Bool())
-		case "mtu":
-			st.MTU = rd.Int()
-		case "allmulti":
-			st.Allmulti = types.Ptr(rd.Bool())
-		case "txQLen":
-			st.TxQLen = types.Ptr(rd.Int())
-		case "sysctl":
+	rd.Fields(st.plainFields())
+	return st, rd.OK()
+}
+
+// plainFields are State's keys on the plain path; channels, rarer, are
+// left to encoding/json.
+func (st *State) plainFields() []jsonscan.Field {
+	return []jsonscan.Field{
+		{Key: "network", Into: &st.Network},
+		{Key: "mac", Into: &st.MAC},
+		{Key: "promisc", Into: &st.Promisc},
+		{Key: "mtu", Into: &st.MTU},
+		{Key: "allmulti", Into: &st.Allmulti},
+		{Key: "txQLen", Into: &st.TxQLen},
+		{Key: "sysctl", Into: func(rd *jsonscan.Reader) {
 			st.Sysctl = []Setting{} // [] is an empty list, as encoding/json reads it
 			rd.Array(func() {
 				var set Setting
-				rd.Object([]string{"key", "value"}, func(i int) {
-					if i == 0 {
-						set.Path = rd.String()
-					} else {
-						set.Value = rd.String()
-					}
-				})
+				rd.Fields([]jsonscan.Field{{Key: "key", Into: &set.Path}, {Key: "value", Into: &set.Value}})
 				st.Sysctl = append(st.Sysctl, set)
 			})
-		case "features":
+		}},
+		{Key: "features", Into: func(rd *jsonscan.Reader) {
 			st.Features = map[string]bool{}
 			rd.Members(func(key string) { st.Features[key] = rd.Bool() })
-		default: // channels
-			rd.Fail()
-		}
-	})
-	return st, rd.OK()
+		}},
+		{Key: "channels"},
+	}
 }
 
 // Save writes the attachment's state atomically: a 0600 file, in a
