@@ -11,7 +11,11 @@ graphs, -g) into CPU time per call of one process (RESULTS.md round 15).
       a table, one column per COMM: what of its CPU per call is the Go
       start-up, package inits, page faults, the runtime's own system calls,
       the system calls that do the call's work (netlink, /proc/sys, state
-      files), other user code, and kernel work with no Go frame (exec, exit)
+      files), other user code, and kernel work with no Go frame (exec, exit).
+      COMM@DIR counts only COMM's samples with a frame in a binary under
+      DIR, to tell two sets of binaries of the same names apart in one
+      profile (`perf script -F comm,ip,sym,dso`; a sample with no user
+      frame cannot be told apart and is left out)
 
 CALLS is the number of calls the profile covers, HZ the sampling frequency
 (perf record -F). Build the binaries without -s -w so that perf names Go
@@ -22,8 +26,9 @@ import re
 import sys
 
 
-def samples(stream):
-    """Yields (comm, frames leaf first) for each sample."""
+def samples(stream, dsos=None):
+    """Yields (comm, frames leaf first) for each sample; with dsos (a list),
+    the binary of each frame goes into it, cleared per sample."""
     comm, frames = None, []
     for line in stream:
         if not line.strip():
@@ -32,10 +37,15 @@ def samples(stream):
             comm, frames = None, []
         elif not line[0].isspace():
             comm, frames = line.split()[0], []
+            if dsos is not None:
+                dsos.clear()
         else:
             parts = line.strip().split(None, 1)
             if len(parts) == 2:
-                frames.append(re.sub(r"\+0x[0-9a-f]+$", "", parts[1].rsplit(" (", 1)[0]))
+                sym, _, dso = parts[1].rpartition(" (")
+                frames.append(re.sub(r"\+0x[0-9a-f]+$", "", sym or parts[1]))
+                if dsos is not None:
+                    dsos.append(dso.rstrip(")"))
     if comm is not None:
         yield comm, frames
 
@@ -83,9 +93,12 @@ def kinds(argv):
     calls, hz, comms = float(argv[2]), float(argv[3]), argv[4:]
     per_call = 1000.0 / hz / calls
     count = {c: collections.Counter() for c in comms}
-    for c, frames in samples(sys.stdin):
-        if c in count:
-            count[c][kind(frames)] += 1
+    dsos = []
+    for c, frames in samples(sys.stdin, dsos):
+        for col in comms:
+            name, _, under = col.partition("@")
+            if c == name and (not under or any(d.startswith(under) for d in dsos)):
+                count[col][kind(frames)] += 1
     rows = sorted({k for c in count.values() for k in c})
     print(f"{'ms of CPU per call':34}" + "".join(f"{c[:11]:>12}" for c in comms))
     for r in rows + ["total"]:
