@@ -70,19 +70,27 @@ func (ip *IPConfig) plainFields() []jsonscan.Field {
 
 func plainRoute(rd *jsonscan.Reader) *Route {
 	rt := &Route{}
-	rd.Fields([]jsonscan.Field{
+	rd.Fields(rt.plainFields())
+	return rt
+}
+
+func (rt *Route) plainFields() []jsonscan.Field {
+	return []jsonscan.Field{
 		{Key: "dst", Into: func(rd *jsonscan.Reader) { rt.Dst = plainCIDR(rd) }},
 		{Key: "gw", Into: func(rd *jsonscan.Reader) { rt.GW = plainIP4or6(rd) }},
 		{Key: "mtu", Into: &rt.MTU}, {Key: "advmss", Into: &rt.AdvMSS}, {Key: "priority", Into: &rt.Priority},
-		{Key: "table", Into: &rt.Table}, {Key: "scope", Into: &rt.Scope}})
-	return rt
+		{Key: "table", Into: &rt.Table}, {Key: "scope", Into: &rt.Scope}}
 }
 
 func plainDNS(rd *jsonscan.Reader) DNS {
 	var d DNS
-	rd.Fields([]jsonscan.Field{{Key: "nameservers", Into: &d.Nameservers}, {Key: "domain", Into: &d.Domain},
-		{Key: "search", Into: &d.Search}, {Key: "options", Into: &d.Options}})
+	rd.Fields(d.plainFields())
 	return d
+}
+
+func (d *DNS) plainFields() []jsonscan.Field {
+	return []jsonscan.Field{{Key: "nameservers", Into: &d.Nameservers}, {Key: "domain", Into: &d.Domain},
+		{Key: "search", Into: &d.Search}, {Key: "options", Into: &d.Options}}
 }
 
 // plainCIDR reads an address in CIDR form, as IPNet's UnmarshalJSON does.

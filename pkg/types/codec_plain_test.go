@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"cnisuite/pkg/jsonscan/scantest"
 )
 
 // runtimeResults are results as our plugins and runtimes exchange them.
@@ -131,4 +133,16 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestPlainResultKeys: the plain reader of a 1.0.0/1.1.0 result reads
+// exactly the keys of the types encoding/json reads it into (result100 and
+// the types under it): a key added there without its plain reading would
+// be skipped, not left to encoding/json.
+func TestPlainResultKeys(t *testing.T) {
+	scantest.SameFields(t, reflect.TypeOf(result100{}), (&Result{}).plainFields())
+	scantest.SameFields(t, reflect.TypeOf(iface100{}), (&Interface{}).plainFields())
+	scantest.SameFields(t, reflect.TypeOf(ip100{}), (&IPConfig{}).plainFields())
+	scantest.SameFields(t, reflect.TypeOf(routeWire{}), (&Route{}).plainFields())
+	scantest.SameFields(t, reflect.TypeOf(DNS{}), (&DNS{}).plainFields())
 }
