@@ -12,8 +12,10 @@
 // binary that forgot its TestMain rejects Flag as an undefined flag instead
 // of running its tests in the child.
 //
-// The helpers are the node's sitter (pkg/sitter), which sits out the
-// kernel's waits after a DEL's work is done, and the repairs of pkg/resync.
+// The one helper is the repair of pkg/resync, which cnisuite resync and
+// cnisuite watch start and wait for. No CNI call starts a helper: a plugin
+// call leaves no process behind it (docs/operations.md, "What a call
+// starts").
 package helper
 
 import (

@@ -20,8 +20,8 @@ var oldVariables = []string{
 // helper request would reach it: with the environment variables that once
 // turned bridge and portmap into silent successes (now a CNI call is
 // answered as one: VERSION prints the versions, a broken ADD fails), with
-// an unknown helper, and with a helper request that also carries a CNI
-// command (both an error with a message).
+// an unknown helper (the sitter among them), and with a helper request that
+// also carries a CNI command (both an error with a message).
 func TestPluginsRefuseStrayRequests(t *testing.T) {
 	bin := sandbox.Bin(t)
 	tests := []struct {
@@ -35,7 +35,10 @@ func TestPluginsRefuseStrayRequests(t *testing.T) {
 		{"old_variables_version", nil, append([]string{"CNI_COMMAND=VERSION"}, oldVariables...), `{"cniVersion":"1.0.0"}`, 0, "supportedVersions"},
 		{"old_variables_broken_add", nil, append([]string{"CNI_COMMAND=ADD"}, oldVariables...), `{}`, -1, `"code"`},
 		{"unknown_helper", []string{helper.Flag, "bogus"}, nil, "", 2, "unknown helper"},
-		{"request_with_cni_command", []string{helper.Flag, "cnisuite-sitter"}, []string{"CNI_COMMAND=DEL"}, "", 2, "CNI_COMMAND"},
+		{"request_with_cni_command", []string{helper.Flag, "cnisuite-repair"}, []string{"CNI_COMMAND=DEL"}, "", 2, "CNI_COMMAND"},
+		// The sitter, a server a DEL once left behind (issue 41), is no
+		// helper of any binary.
+		{"no_sitter", []string{helper.Flag, "cnisuite-sitter", "cnisuite-sitter-1", "2000"}, nil, "", 2, "unknown helper"},
 	}
 	for _, plugin := range []string{"bridge", "portmap", "host-local", "tuning", "loopback"} {
 		for _, tt := range tests {

@@ -17,9 +17,8 @@ const nlTimeout = 5 * time.Second
 //
 // google/nftables' Conn either dials a socket per request, each of whose
 // closes after a deleting transaction pays the wait below, or keeps one
-// inside mdlayher/netlink, which gives no way to hand the socket to another
-// process, and reads each datagram twice (a peek for its size, then the
-// read). This one is a plain file descriptor.
+// inside mdlayher/netlink, which reads each datagram twice (a peek for its
+// size, then the read). This one is a plain file descriptor.
 //
 // A socket is cheap to open, but closing a netfilter socket after a
 // transaction that deleted anything waits in the kernel for the deferred
@@ -31,10 +30,9 @@ const nlTimeout = 5 * time.Second
 // kernel then fills each dump message up to 32 KiB, so listing a chain of
 // a thousand rules takes a handful of system calls.
 type Conn struct {
-	fd      int
-	seq     uint32
-	buf     []byte
-	deleted bool // a transaction on this socket deleted something
+	fd  int
+	seq uint32
+	buf []byte
 }
 
 // Dial opens the socket.
@@ -55,15 +53,14 @@ func Dial() (*Conn, error) {
 	return &Conn{fd: fd, seq: uint32(time.Now().UnixNano()), buf: make([]byte, 64<<10)}, nil
 }
 
-// Close closes the socket; after a deletion, without waiting for the
-// kernel to free what was deleted (see linger_linux.go).
+// Close closes the socket. After a transaction that deleted anything, the
+// close waits in the kernel for the deleted objects' release (see Conn):
+// the call that deleted them pays it, as every nftables client does.
 func (n *Conn) Close() {
 	if n == nil || n.fd < 0 {
 		return
 	}
-	if !n.deleted || !closeDetached(n.fd) {
-		unix.Close(n.fd)
-	}
+	unix.Close(n.fd)
 	n.fd = -1
 }
 
@@ -432,7 +429,6 @@ func (n *Conn) ApplyEcho(b *Batch) ([]Rule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sending nftables transaction: %w", err)
 	}
-	n.deleted = n.deleted || b.Deletes()
 	// Messages first+1 … first+len(b.msgs) each get an ack or an error.
 	ours := func(m netlink.Message) bool {
 		return m.Header.Sequence > first && m.Header.Sequence <= first+uint32(len(b.msgs))

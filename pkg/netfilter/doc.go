@@ -10,9 +10,8 @@
 // fixed rules use.
 //
 // Closing a socket after a transaction that deleted anything waits in the
-// kernel for an RCU grace period; Close hands such a socket to the node's
-// sitter (pkg/sitter), which sits the wait out, so that a DEL answers when
-// its deletions are committed.
+// kernel for an RCU grace period; the call that deleted pays it, in its own
+// process (nothing of ours outlives a call).
 //
 // The socket, the batch and the rule decoding are written here rather than
 // taken from github.com/google/nftables, whose expressions (package expr)

@@ -1,12 +1,10 @@
 // Package fwtest holds what the tests of the firewall packages share: the
 // owners and rules of the golden and backend tests, throwaway network
-// namespaces, ruleset listings, and the TestMain that dispatches the
-// netfilter helper (a deleting test's socket is handed to it).
+// namespaces and ruleset listings.
 package fwtest
 
 import (
 	"net"
-	"os"
 	"os/exec"
 	"regexp"
 	"sort"
@@ -14,18 +12,8 @@ import (
 	"testing"
 
 	"cnisuite/pkg/firewall/fwapi"
-	"cnisuite/pkg/helper"
-	"cnisuite/pkg/sitter"
 	"cnisuite/test/sandbox"
 )
-
-// Main is the TestMain of a package whose tests delete nftables objects:
-// it answers the helper requests of pkg/netfilter (the sitter), then runs
-// the tests.
-func Main(m *testing.M) {
-	helper.Dispatch(helper.Set{sitter.HelperName: sitter.Serve})
-	os.Exit(m.Run())
-}
 
 // CIDR parses s keeping the address's host bits.
 func CIDR(t testing.TB, s string) *net.IPNet {

@@ -13,8 +13,6 @@ import (
 	"cnisuite/test/sandbox"
 )
 
-func TestMain(m *testing.M) { fwtest.Main(m) }
-
 func TestIPTPayloads(t *testing.T) {
 	r := fwapi.Rules{Masq: []fwapi.Masq{{Addr: *fwtest.CIDR(t, "10.88.0.2/16")}}}
 	desired := natchain.Desired(fwtest.BridgeOwner, r, true)

@@ -11,8 +11,6 @@ import (
 	"cnisuite/test/golden"
 )
 
-func TestMain(m *testing.M) { fwtest.Main(m) }
-
 func TestNFTEnsureScript(t *testing.T) {
 	old := Chains(fwtest.PortOwner, fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6 = nil }))
 	var existing []nftmodel.Existing

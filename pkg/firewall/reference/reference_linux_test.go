@@ -30,8 +30,6 @@ type refState struct {
 	shared []string                // what must stay: the reference's shared chains
 }
 
-func TestMain(m *testing.M) { fwtest.Main(m) }
-
 func TestNames(t *testing.T) {
 	tests := []struct{ got, want string }{
 		{reference.MasqChain(fwapi.Owner{Network: "test", ContainerID: "1234"}), "CNI-2bbe0c48b91a7d1b8a6753a8"},

@@ -9,7 +9,6 @@ import (
 	"cnisuite/pkg/concurrent"
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/invoke"
-	"cnisuite/pkg/sitter"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/sysctlkeep"
 	"cnisuite/pkg/types"
@@ -27,17 +26,11 @@ func (p *plugin) cmdDel(ctx context.Context, a *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	// Connected (or started) before anything else, so that a sitter's
-	// start-up overlaps ours.
-	if a.Netns != "" {
-		sitter.Default().Warm()
-	}
 	at, err := p.open(conf, a, false)
 	if err != nil {
 		return err
 	}
 	defer at.close()
-	at.del = sitter.Default()
 	// The three removals are independent, and run at the same time: deleting
 	// a veth returns only after the kernel's RCU barrier (10-25 ms here,
 	// whatever else happens), time in which the lease and the rules go.
@@ -97,24 +90,22 @@ func loadDelConf(data []byte, stderr io.Writer) (*bridgeconf.NetConf, error) {
 // removeVeth deletes the container interface inside the netns (which takes
 // its host peer along) and then the host end wherever it is still found.
 // A host link is deleted only when it is provably this attachment's (see
-// vethdel.DeleteHostPort): prevResult may be stale or forged, and names only a
+// vethdel.Pair): prevResult may be stale or forged, and names only a
 // candidate.
 func (at *attach) removeVeth() error {
 	defer at.tm.Step("removeVeth")()
 	a := at.args
 	ours, exact := at.conf.HostVethName(at.args.ContainerID, at.args.IfName)
 	prev := at.prevHostVeth()
-	if at.netns != nil {
-		err := vethdel.DeleteContainerEnd(at.del, at.host, at.cont, at.netns, a.IfName, at.conf.BrName, []string{ours, prev}, at.tm.Step)
-		if err != nil {
-			return fmt.Errorf("deleting %q in %q: %w", a.IfName, a.Netns, err)
-		}
+	pair := vethdel.Pair{Host: at.host, Cont: at.cont, NetNS: at.netns, Bridge: at.conf.BrName}
+	if err := pair.DeleteContainerEnd(a.IfName, []string{ours, prev}); err != nil {
+		return fmt.Errorf("deleting %q in %q: %w", a.IfName, a.Netns, err)
 	}
 	// A name the pod asked for is no proof of ownership (another link may
 	// hold it): only the hashed name is.
-	errs := []error{vethdel.DeleteHostPort(at.host, ours, at.conf.BrName, !exact, at.netns)}
+	errs := []error{pair.DeleteHostPort(ours, !exact)}
 	if prev != "" && prev != ours {
-		errs = append(errs, vethdel.DeleteHostPort(at.host, prev, at.conf.BrName, false, at.netns))
+		errs = append(errs, pair.DeleteHostPort(prev, false))
 	}
 	return errors.Join(errs...)
 }

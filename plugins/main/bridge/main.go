@@ -13,7 +13,6 @@ import (
 	"cnisuite/pkg/helper"
 	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/resync"
-	"cnisuite/pkg/sitter"
 	"cnisuite/pkg/skel"
 	"cnisuite/plugins/ipam/host-local/hostlocal"
 )
@@ -29,7 +28,6 @@ const portTimeout = 5 * time.Second
 func main() {
 	p := &plugin{newRules: firewall.New, portTimeout: portTimeout}
 	helper.Dispatch(helper.Set{ // a helper request runs and exits here
-		sitter.HelperName: sitter.Serve,
 		resync.HelperName: func(args []string, _ io.Reader) error {
 			return resync.Serve(context.Background(), firewall.PluginBridge, args, os.Stdout, p.repair)
 		},

@@ -13,7 +13,6 @@ import (
 	"cnisuite/pkg/link"
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/records"
-	"cnisuite/pkg/sitter"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/undo"
@@ -50,8 +49,6 @@ type attach struct {
 	// hostLink is the host veth as last read (ADD).
 	hostLink netlink.Link
 	tm       *calllog.StepTimer // nil unless tracing
-	// del is DEL's sitter client (pkg/sitter); nil otherwise.
-	del *sitter.Client
 	// steps are ADD's: the attachment itself but in tests.
 	steps addSteps
 }

@@ -11,17 +11,14 @@ import (
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/helper"
 	"cnisuite/pkg/resync"
-	"cnisuite/pkg/sitter"
 	"cnisuite/pkg/skel"
 )
 
 func main() {
-	// A helper request runs and exits here: the netfilter socket of a DEL
-	// that removed rules goes to the node's sitter (see pkg/netfilter),
-	// which may be started from this binary.
+	// A helper request (a repair that cnisuite resync runs) runs and exits
+	// here.
 	p := &plugin{newBackend: firewall.New, host: linuxHost{}}
 	helper.Dispatch(helper.Set{
-		sitter.HelperName: sitter.Serve,
 		resync.HelperName: func(args []string, _ io.Reader) error {
 			return resync.Serve(context.Background(), firewall.PluginPortmap, args, os.Stdout, p.repair)
 		},

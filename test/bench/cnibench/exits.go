@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -48,9 +46,9 @@ func (e *exitLog) perPod(mark, pods int) ([]PerPod, error) {
 
 // perPodRows sums threads by process and processes by command name, per
 // pod. A command with fewer processes than one for every two pods is not
-// one of the chain's, and is summed as "other" — unless it is a helper of
-// ours (its name starts "cnisuite-"), such as the sitter, one process for
-// a whole burst.
+// one of the chain's, and is summed as "other" — unless it is a process of
+// ours (its name starts "cnisuite-"): none should run beside the plugins,
+// and one that does gets a row of its own, however few its processes.
 func perPodRows(threads []taskstats.Thread, pods int) []PerPod {
 	var out []PerPod
 	other := taskstats.Command{Comm: "other"}
@@ -84,17 +82,13 @@ func perPodText(rows []PerPod) string {
 	return strings.Join(parts, ", ")
 }
 
-// settle waits until what a phase left running is done: the sitter
-// (pkg/sitter), which exits after its idle time, up to 5 s; then, up to
-// 3 s, anything else, until neither the run's cgroup CPU nor the exit
-// records move for 150 ms. Without either measurement it returns at once.
-// The phase's wall time is taken before.
+// settle waits, up to 3 s, until what a phase left running is done:
+// until neither the run's cgroup CPU nor the exit records move for 150 ms.
+// Without either measurement it returns at once. The phase's wall time is
+// taken before.
 func (c *cnitool) settle() {
 	if c.cgroupCPU == "" && c.exits == nil {
 		return
-	}
-	for end := time.Now().Add(5 * time.Second); sitterListens() && time.Now().Before(end); {
-		time.Sleep(50 * time.Millisecond)
 	}
 	deadline := time.Now().Add(3 * time.Second)
 	cpu, exits := c.groupCPU(), c.exits.mark()
@@ -108,11 +102,4 @@ func (c *cnitool) settle() {
 		}
 		cpu, exits = cpu2, exits2
 	}
-}
-
-// sitterListens reports whether a sitter listens in this network
-// namespace: its abstract socket name shows in /proc/net/unix.
-func sitterListens() bool {
-	b, err := os.ReadFile("/proc/net/unix")
-	return err == nil && bytes.Contains(b, []byte(" @cnisuite-sitter-"))
 }

@@ -25,12 +25,12 @@ func TestPerPodRows(t *testing.T) {
 		threads = append(threads, taskstats.Thread{Comm: "bridge-veth-del", PID: 2000 + pod, TGID: 2000 + pod, Usage: taskstats.Usage{CPU: ms, Runs: 8}})
 	}
 	threads = append(threads, taskstats.Thread{Comm: "cron", PID: 9, TGID: 9, Usage: taskstats.Usage{CPU: 2 * ms, Runs: 4}},
-		taskstats.Thread{Comm: "cnisuite-sitter", PID: 3000, TGID: 3000, Usage: taskstats.Usage{CPU: 6 * ms, Runs: 40}})
+		taskstats.Thread{Comm: "cnisuite-x", PID: 3000, TGID: 3000, Usage: taskstats.Usage{CPU: 6 * ms, Runs: 40}})
 	rows := perPodRows(threads, 4)
 	want := []PerPod{
 		{Comm: "bridge", Processes: 1, CPUMs: 10, Runs: 240},
 		{Comm: "tuning", Processes: 1, CPUMs: 4, Runs: 90},
-		{Comm: "cnisuite-sitter", Processes: 0.25, CPUMs: 1.5, Runs: 10},
+		{Comm: "cnisuite-x", Processes: 0.25, CPUMs: 1.5, Runs: 10},
 		{Comm: "bridge-veth-del", Processes: 0.75, CPUMs: 0.75, Runs: 6},
 		{Comm: "other", Processes: 0.25, CPUMs: 0.5, Runs: 1},
 	}
