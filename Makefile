@@ -43,10 +43,16 @@ deps:
 
 ## test: lint, then every test; privileged tests run inside scripts/sandbox.sh and must not skip.
 ## Packages run one at a time (-p 1): they share the sandbox's namespace as their "node".
-test: deps lint build
+test: deps lint build machine-check
 	CNISUITE_BIN=$(BIN) CNISUITE_REQUIRE_PRIVILEGED=1 GOPROXY=off \
 		scripts/sandbox.sh $(GO) test -p 1 -count=1 -timeout 45m ./...
 	$(MAKE) --no-print-directory vmtest
+
+## machine-check: `make unit` as root in throwaway namespaces, failing when a test wrote a sysctl,
+## a link, a rule, a namespace or a state file there (a test must only do so in its sandbox)
+.PHONY: machine-check
+machine-check:
+	GOPROXY=off scripts/machine-check.sh $(GO) test -short -count=1 ./...
 
 ## vmtest: boot Debian 12's kernel under qemu and run test/vm/tests.txt inside (VLAN filtering,
 ## the plugin chain on both firewall backends); see test/vm/README.md

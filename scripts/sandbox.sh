@@ -11,6 +11,13 @@
 # fresh directory under /tmp (not under /run, which tests that build a
 # node of their own mount over) and removed afterwards.
 # Inside, CNISUITE_SANDBOX=1 is set; privileged tests refuse to run without it.
+#
+#   scripts/sandbox.sh --unmarked CMD...
+#
+# makes the same namespaces without that mark (nor CNISUITE_SANDBOX_NETNS):
+# privileged tests then skip as they do outside, while whatever a test does
+# without its guard still lands in throwaway namespaces
+# (scripts/machine-check.sh).
 set -euo pipefail
 
 STATE_DIRS=(/run /var/lib/cni /etc/cni /opt/cni /var/lib/containers /var/lib/containerd /etc/containers)
@@ -44,6 +51,10 @@ if [ "${1:-}" = "--inside" ]; then
 	# A sysfs of this namespace, so /sys/class/net shows only our links.
 	mount -t sysfs sysfs /sys
 	ip link set lo up
+	if [ -n "${CNISUITE_SANDBOX_UNMARKED:-}" ]; then
+		unset CNISUITE_SANDBOX_UNMARKED CNISUITE_SANDBOX CNISUITE_SANDBOX_NETNS
+		exec "$@"
+	fi
 	export CNISUITE_SANDBOX=1
 	# Which namespace is the sandbox's: CNISUITE_SANDBOX alone proves
 	# nothing, since a caller may set it by hand.
@@ -52,9 +63,13 @@ if [ "${1:-}" = "--inside" ]; then
 	exec "$@"
 fi
 
+if [ "${1:-}" = "--unmarked" ]; then
+	shift
+	export CNISUITE_SANDBOX_UNMARKED=1
+fi
 # Already inside (a test that runs the script again): run in place, but
 # only in the sandbox's own network namespace.
-if [ "${CNISUITE_SANDBOX:-}" = 1 ] && [ -n "${CNISUITE_SANDBOX_NETNS:-}" ] &&
+if [ -z "${CNISUITE_SANDBOX_UNMARKED:-}" ] && [ "${CNISUITE_SANDBOX:-}" = 1 ] && [ -n "${CNISUITE_SANDBOX_NETNS:-}" ] &&
 	[ "$(readlink /proc/self/ns/net)" = "$CNISUITE_SANDBOX_NETNS" ]; then
 	exec "$@"
 fi

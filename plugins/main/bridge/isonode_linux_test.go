@@ -80,19 +80,30 @@ func peerLink(t testing.TB, hostName string, node4, node6, peer4, peer6 net.IP, 
 }
 
 // setBrNetfilter turns the bridge's calls into iptables/ip6tables on or
-// off in the test's namespace, and back to on when the test ends.
+// off in the test's namespace (only inside the sandbox: it is a setting
+// of the namespace the test runs in), and back to what it was when the
+// test ends.
 func setBrNetfilter(t testing.TB, on bool) {
 	t.Helper()
+	sandbox.Require(t)
 	v := "0"
 	if on {
 		v = "1"
 	}
 	for _, k := range []string{"bridge-nf-call-iptables", "bridge-nf-call-ip6tables"} {
 		path := "/proc/sys/net/bridge/" + k
+		old, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("reading %s: %v", path, err)
+		}
 		if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
 			t.Fatalf("writing %s: %v", path, err)
 		}
-		t.Cleanup(func() { _ = os.WriteFile(path, []byte("1"), 0o644) })
+		t.Cleanup(func() {
+			if err := os.WriteFile(path, old, 0o644); err != nil {
+				t.Errorf("putting %s back to %s: %v", path, strings.TrimSpace(string(old)), err)
+			}
+		})
 	}
 }
 
