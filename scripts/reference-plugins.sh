@@ -14,6 +14,7 @@ set -euo pipefail
 REFERENCE_VERSION=${REFERENCE_VERSION:-v1.9.1}
 dir=${1:?usage: reference-plugins.sh DIR}
 mkdir -p "$dir"
+dir=$(cd "$dir" && pwd) # the build runs from /
 mod=github.com/containernetworking/plugins/plugins
 export PATH="$PATH:/usr/local/go/bin"
 # With GOPROXY=off (as `make test` runs), `go install pkg@version` cannot
@@ -29,4 +30,4 @@ pkgs=()
 for p in $plugins; do
 	pkgs+=("$mod/$p@$REFERENCE_VERSION")
 done
-GOBIN=$(cd "$dir" && pwd) GOFLAGS= CGO_ENABLED=0 go install "${pkgs[@]}"
+GOBIN=$dir GOFLAGS= CGO_ENABLED=0 go install "${pkgs[@]}"
