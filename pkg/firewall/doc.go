@@ -36,8 +36,7 @@
 //	firewall/nftrule       one nftables rule as typed parts: its nft text and
 //	                       its kernel expressions derive from them
 //	firewall/fwapi         Owner, Rules, Backend, ErrMissing, ErrConflict
-//	netfilter              the nfnetlink socket, batches, rule decoding, the
-//	                       post-delete wait
+//	netfilter              the nfnetlink socket, batches, rule decoding
 //
 // New constructs the backends, so they cannot import this package: the
 // vocabulary they share lives in fwapi, and this package re-exports it
@@ -73,8 +72,8 @@
 // reads and writes over one netfilter netlink socket, and each transaction
 // is one netlink batch (anonymous sets included, as in the spoof check);
 // only rules with user conditions go through `nft -f -`. An ADD, fresh or repeated, deletes
-// nothing; DEL cannot avoid deleting, so its socket is handed to a helper
-// process that sits out the kernel's wait (pkg/netfilter, pkg/helper).
+// nothing, so its socket closes without the kernel's post-delete wait; DEL
+// cannot avoid deleting, and pays that wait when it closes its socket.
 // See packages nftables and nftmodel.
 //
 // # iptables
