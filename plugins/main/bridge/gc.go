@@ -8,6 +8,7 @@ import (
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/link"
+	"cnisuite/pkg/records"
 	"cnisuite/pkg/resync"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
@@ -28,7 +29,15 @@ func (p *plugin) cmdGC(ctx context.Context, a *skel.CmdArgs) error {
 			errs = append(errs, fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err))
 		}
 	}
-	errs = append(errs, p.records.GC(firewall.PluginBridge, conf.Name, conf.GCAttachments()))
+	// The records before the rules, each under its lock, as in DEL: a
+	// repair running now finishes before, and none starts after, so none
+	// puts the rules back (pkg/records); while a repair holds one past
+	// GC's wait, the rules stay for the next GC (code 11).
+	recErr := p.records.GC(ctx, firewall.PluginBridge, conf.Name, conf.GCAttachments())
+	if errors.Is(recErr, records.ErrBusy) {
+		return errors.Join(append(errs, types.Errorf(types.ErrTryAgain, "%w", recErr))...)
+	}
+	errs = append(errs, recErr)
 	var keep []firewall.Owner
 	for _, v := range conf.GCAttachments() {
 		keep = append(keep, firewall.Owner{Plugin: firewall.PluginBridge, Network: conf.Name, ContainerID: v.ContainerID, IfName: v.IfName})
