@@ -26,6 +26,10 @@ import (
 // every STATUS) no more than this.
 const MaxRecordSize = skel.MaxConfigSize + 1<<20
 
+// ErrInvalid is the cause of the error about a record file that is not
+// a valid record (past MaxRecordSize, not JSON, or failing validate).
+var ErrInvalid = errors.New("not a valid record")
+
 // isRecordName reports whether name is a record's file name (FileName's
 // form; a temporary file starts with a dot).
 func isRecordName(name string) bool {
@@ -58,7 +62,7 @@ func (s Store) ReadLocked(ctx context.Context, plugin, network, file string) (r 
 	data, err := statedir.ReadAllMax(f, MaxRecordSize)
 	if err != nil {
 		f.Close()
-		return Record{}, nil, fmt.Errorf("record: %w", err)
+		return Record{}, nil, readErr(err)
 	}
 	if r, err = decode(data, d.Join(file), plugin, network); err != nil {
 		f.Close()
@@ -174,9 +178,18 @@ func (s Store) Read(plugin, network, file string) (Record, error) {
 func read(d *statedir.Dir, plugin, network, name string) (Record, error) {
 	data, err := d.ReadFileMax(name, MaxRecordSize)
 	if err != nil {
-		return Record{}, fmt.Errorf("record: %w", err)
+		return Record{}, readErr(err)
 	}
 	return decode(data, d.Join(name), plugin, network)
+}
+
+// readErr describes a failed read of a record file; one past
+// MaxRecordSize is ErrInvalid.
+func readErr(err error) error {
+	if errors.Is(err, statedir.ErrTooLarge) {
+		return fmt.Errorf("record: %w: %w", ErrInvalid, err)
+	}
+	return fmt.Errorf("record: %w", err)
 }
 
 // decode reads the record file at path, of plugin's network, and checks
@@ -184,12 +197,12 @@ func read(d *statedir.Dir, plugin, network, name string) (Record, error) {
 func decode(data []byte, path, plugin, network string) (Record, error) {
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
-		return Record{}, fmt.Errorf("record %s: %w", path, err)
+		return Record{}, fmt.Errorf("record %s: %w: %w", path, ErrInvalid, err)
 	}
 	r.Binary = "" // never read: see Record
 	r.File = filepath.Base(path)
 	if err := r.validate(plugin, network); err != nil {
-		return Record{}, fmt.Errorf("record %s: %w", path, err)
+		return Record{}, fmt.Errorf("record %s: %w: %w", path, ErrInvalid, err)
 	}
 	return r, nil
 }

@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -240,18 +241,28 @@ var ErrBusy = errors.New("record held by a repair")
 // holding it finishes first, and one that comes later finds no record
 // (ReadLocked). An absent record is not an error.
 func removeLocked(ctx context.Context, d *statedir.Dir, name string) error {
-	f, err := d.LockExisting(ctx, name, lockWait)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if errors.Is(err, statedir.ErrLockTimeout) || ctx.Err() != nil {
-		return fmt.Errorf("record %s: %w: %w", d.Join(name), ErrBusy, err)
-	}
-	if err != nil {
-		return fmt.Errorf("record: %w", err)
+	f, err := lockRecord(ctx, d, name)
+	if f == nil {
+		return err
 	}
 	defer f.Close()
 	return wrap(d.Remove(name))
+}
+
+// lockRecord opens the record file name and takes its lock; nil, with no
+// error, when there is no such file.
+func lockRecord(ctx context.Context, d *statedir.Dir, name string) (*os.File, error) {
+	f, err := d.LockExisting(ctx, name, lockWait)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if errors.Is(err, statedir.ErrLockTimeout) || ctx.Err() != nil {
+		return nil, fmt.Errorf("record %s: %w: %w", d.Join(name), ErrBusy, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	return f, nil
 }
 
 // wrap marks err as the records'.
@@ -305,13 +316,14 @@ type Attachment = types.Attachment
 
 // GC removes the records of plugin's network whose attachment is not in
 // keep, each under its lock (a repair of it finishes first), and the
-// temporary files of those attachments. A caller removes the
+// temporary files of those attachments; it returns the attachments whose
+// records it removed (those it could read). A caller removes the
 // attachments' rules only after GC succeeded: a record GC could not
 // remove (ErrBusy) keeps its rules for the next GC.
-func (s Store) GC(ctx context.Context, plugin, network string, keep []Attachment) error {
+func (s Store) GC(ctx context.Context, plugin, network string, keep []Attachment) ([]Attachment, error) {
 	d, ok, err := s.openExisting(plugin, network)
 	if !ok {
-		return err
+		return nil, err
 	}
 	defer d.Close()
 	kept := map[string]bool{}
@@ -320,8 +332,9 @@ func (s Store) GC(ctx context.Context, plugin, network string, keep []Attachment
 	}
 	entries, err := d.List()
 	if err != nil {
-		return fmt.Errorf("record: %w", err)
+		return nil, fmt.Errorf("record: %w", err)
 	}
+	var removed []Attachment
 	var errs []error
 	for _, e := range entries {
 		if !e.IsRegular() || kept[e.Name] {
@@ -337,9 +350,33 @@ func (s Store) GC(ctx context.Context, plugin, network string, keep []Attachment
 			errs = append(errs, wrap(d.Remove(e.Name)))
 			continue
 		}
-		errs = append(errs, removeLocked(ctx, d, e.Name))
+		a, err := dropRecord(ctx, d, plugin, network, e.Name)
+		errs = append(errs, err)
+		if a != nil {
+			removed = append(removed, *a)
+		}
 	}
-	return errors.Join(errs...)
+	return removed, errors.Join(errs...)
+}
+
+// dropRecord removes the record file name of plugin's network under its
+// lock, and returns its attachment when the record was valid.
+func dropRecord(ctx context.Context, d *statedir.Dir, plugin, network, name string) (*Attachment, error) {
+	f, err := lockRecord(ctx, d, name)
+	if f == nil {
+		return nil, err
+	}
+	defer f.Close()
+	var a *Attachment
+	if data, err := statedir.ReadAllMax(f, MaxRecordSize); err == nil {
+		if r, err := decode(data, d.Join(name), plugin, network); err == nil {
+			a = &Attachment{ContainerID: r.ContainerID, IfName: r.IfName}
+		}
+	}
+	if err := d.Remove(name); err != nil {
+		return nil, wrap(err)
+	}
+	return a, nil
 }
 
 // tmpAge is the age after which a temporary file of a release before

@@ -79,8 +79,9 @@ func TestGC(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.GC(context.Background(), "bridge", "net1", []Attachment{{ContainerID: "keep", IfName: "eth0"}}); err != nil {
-		t.Fatalf("GC: %v", err)
+	dropped, err := s.GC(context.Background(), "bridge", "net1", []Attachment{{ContainerID: "keep", IfName: "eth0"}})
+	if err != nil || len(dropped) != 1 || dropped[0] != (Attachment{ContainerID: "gone", IfName: "eth0"}) {
+		t.Fatalf("GC = %+v, %v; want gone's attachment dropped", dropped, err)
 	}
 	got, _ := s.List("bridge", "net1")
 	if len(got) != 1 || got[0].ContainerID != "keep" {
@@ -140,14 +141,14 @@ func TestGCWaitsForRepair(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := s.GC(ctx, "bridge", "net1", nil); !errors.Is(err, ErrBusy) {
+	if _, err := s.GC(ctx, "bridge", "net1", nil); !errors.Is(err, ErrBusy) {
 		t.Errorf("GC while a repair holds the record = %v, want ErrBusy", err)
 	}
 	if _, err := s.Read("bridge", "net1", file); err != nil {
 		t.Errorf("record after a GC that could not lock it: %v; want it there", err)
 	}
 	release()
-	if err := s.GC(context.Background(), "bridge", "net1", nil); err != nil {
+	if _, err := s.GC(context.Background(), "bridge", "net1", nil); err != nil {
 		t.Fatalf("GC: %v", err)
 	}
 	if _, _, err := s.ReadLocked(context.Background(), "bridge", "net1", file); !errors.Is(err, fs.ErrNotExist) {

@@ -76,6 +76,9 @@ func Run(ctx context.Context, o Options, out io.Writer) ([]Outcome, error) {
 	errs = append(errs, jobErrs...)
 	summarize(out, all, o.DryRun)
 	if o.Root == "" { // the node's records: its holds and /run/sysctl.d too
+		if !o.DryRun {
+			errs = append(errs, PruneHolds(store, "", "", nil))
+		}
 		oc, err := restoreSysctlFile(out, o.DryRun)
 		errs = append(errs, err)
 		all = append(all, oc...)

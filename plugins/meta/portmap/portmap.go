@@ -252,7 +252,7 @@ func (p *plugin) GC(ctx context.Context, a *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	recErr := p.records.GC(ctx, firewall.PluginPortmap, c.Name, c.GCAttachments())
+	dropped, recErr := p.records.GC(ctx, firewall.PluginPortmap, c.Name, c.GCAttachments())
 	if errors.Is(recErr, records.ErrBusy) {
 		return types.Errorf(types.ErrTryAgain, "%w", recErr)
 	}
@@ -260,7 +260,9 @@ func (p *plugin) GC(ctx context.Context, a *skel.CmdArgs) error {
 	for _, at := range c.GCAttachments() {
 		keep = append(keep, firewall.Owner{ContainerID: at.ContainerID, IfName: at.IfName})
 	}
-	return errors.Join(recErr, be.GC(ctx, firewall.PluginPortmap, c.Name, keep))
+	// Then the sysctl holds no recorded attachment needs any more.
+	return errors.Join(recErr, be.GC(ctx, firewall.PluginPortmap, c.Name, keep),
+		resync.PruneHolds(p.records, firewall.PluginPortmap, c.Name, dropped))
 }
 
 // Status reports 50 when the chosen backend cannot work on this node, and
