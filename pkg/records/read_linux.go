@@ -87,40 +87,42 @@ func names(d *statedir.Dir) ([]string, error) {
 	return out, nil
 }
 
+// openListed opens plugin's network directory and lists its record
+// files, sorted; d is nil, with no error, when the network has none.
+func (s Store) openListed(plugin, network string) (d *statedir.Dir, files []string, err error) {
+	d, err = s.open(plugin, network, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("record: %w", err)
+	}
+	if files, err = names(d); err != nil {
+		d.Close()
+		return nil, nil, fmt.Errorf("record: %w", err)
+	}
+	return d, files, nil
+}
+
 // Files returns the record files of plugin's network, sorted: what List
 // reads, for a caller that reads them one at a time (Read).
 func (s Store) Files(plugin, network string) ([]string, error) {
-	d, err := s.open(plugin, network, false)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	d, files, err := s.openListed(plugin, network)
+	if d != nil {
+		d.Close()
 	}
-	if err != nil {
-		return nil, fmt.Errorf("record: %w", err)
-	}
-	defer d.Close()
-	files, err := names(d)
-	if err != nil {
-		return nil, fmt.Errorf("record: %w", err)
-	}
-	return files, nil
+	return files, err
 }
 
 // List returns the records of plugin's network, in file-name order. A
 // record that cannot be read or is not valid is reported in the error
 // and left out.
 func (s Store) List(plugin, network string) ([]Record, error) {
-	d, err := s.open(plugin, network, false)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("record: %w", err)
+	d, files, err := s.openListed(plugin, network)
+	if d == nil {
+		return nil, err
 	}
 	defer d.Close()
-	files, err := names(d)
-	if err != nil {
-		return nil, fmt.Errorf("record: %w", err)
-	}
 	var out []Record
 	var errs []error
 	for _, f := range files {
@@ -139,18 +141,11 @@ func (s Store) List(plugin, network string) ([]Record, error) {
 // needs, read with one directory listing and, unless a record is bad,
 // one file.
 func (s Store) First(plugin, network string) (r Record, count int, err error) {
-	d, err := s.open(plugin, network, false)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Record{}, 0, nil
-	}
-	if err != nil {
-		return Record{}, 0, fmt.Errorf("record: %w", err)
-	}
-	defer d.Close()
-	files, err := names(d)
-	if err != nil || len(files) == 0 {
+	d, files, err := s.openListed(plugin, network)
+	if d == nil {
 		return Record{}, 0, err
 	}
+	defer d.Close()
 	var errs []error
 	for _, f := range files {
 		r, err := read(d, plugin, network, f)

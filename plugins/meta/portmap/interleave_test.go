@@ -132,40 +132,41 @@ func TestGCRemovesRecordsFirst(t *testing.T) {
 // STATUS that read the network's first record just before the pod's DEL
 // (which removes the record, then the rules) finds the rules gone: it
 // asks the record again, under its lock, before it answers 51, and
-// answers 0. Before, it answered 51 and the node went NotReady.
-func TestStatusDuringDel(t *testing.T) {
-	h := newHarness(firewall.KindNFTables)
-	h.host.localnetOn = true
-	p, _ := addLive(t, h)
-	ctx := context.Background()
-	del := func() {
-		a := &skel.CmdArgs{ContainerID: "ctr1", IfName: "eth0", Netns: "/proc/self/ns/net", StdinData: []byte(conf(maps)), Stderr: io.Discard}
-		if err := p.Del(ctx, a); err != nil {
-			t.Errorf("DEL: %v", err)
-		}
-	}
-	if err := resync.Status(ctx, p.records, firewall.PluginPortmap, "net1", pauseOnce(del, p.repair)); err != nil {
-		t.Errorf("STATUS with a DEL between its read and its check = %v, want success", err)
-	}
-	if h.fw.Dump() != "" {
-		t.Errorf("rules after DEL:\n%s", h.fw.Dump())
-	}
-}
-
-// A reset that takes the rules of an attachment that stays is still
-// code 51, also when STATUS asks the record again.
-func TestStatusAfterReset(t *testing.T) {
-	h := newHarness(firewall.KindNFTables)
-	h.host.localnetOn = true
-	p, _ := addLive(t, h)
-	ctx := context.Background()
-	reset := func() {
-		if err := h.fw.Remove(ctx, ctr1Owner); err != nil {
-			t.Error(err)
-		}
-	}
-	err := resync.Status(ctx, p.records, firewall.PluginPortmap, "net1", pauseOnce(reset, p.repair))
-	if types.Code(err) != types.CodeLimitedConnectivity {
-		t.Errorf("STATUS after a reset = %v, want code 51", err)
+// answers 0. Before, it answered 51 and the node went NotReady. A reset
+// at the same moment, which takes the rules of an attachment that stays,
+// is still 51.
+func TestStatusInterleaved(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// between runs between STATUS's read and its check.
+		between func(t *testing.T, h *harness, p *plugin)
+		want    uint
+	}{
+		{"DEL", func(t *testing.T, h *harness, p *plugin) {
+			a := &skel.CmdArgs{ContainerID: "ctr1", IfName: "eth0", Netns: "/proc/self/ns/net", StdinData: []byte(conf(maps)), Stderr: io.Discard}
+			if err := p.Del(context.Background(), a); err != nil || h.fw.Dump() != "" {
+				t.Errorf("DEL = %v, rules left %q", err, h.fw.Dump())
+			}
+		}, 0},
+		{"reset", func(t *testing.T, h *harness, p *plugin) {
+			if err := h.fw.Remove(context.Background(), ctr1Owner); err != nil {
+				t.Error(err)
+			}
+		}, types.CodeLimitedConnectivity},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(firewall.KindNFTables)
+			h.host.localnetOn = true
+			p, _ := addLive(t, h)
+			between := func() { tc.between(t, h, p) }
+			err := resync.Status(context.Background(), p.records, firewall.PluginPortmap, "net1", pauseOnce(between, p.repair))
+			var code uint // 0: success
+			if err != nil {
+				code = types.Code(err)
+			}
+			if code != tc.want {
+				t.Errorf("STATUS with a %s between its read and its check = %v, want code %d", tc.name, err, tc.want)
+			}
+		})
 	}
 }
