@@ -170,3 +170,33 @@ func TestStatusInterleaved(t *testing.T) {
 		})
 	}
 }
+
+// The race itself, as a node has it: a repair and a GC of the same
+// attachment started together, many times. Whatever order they take,
+// the rules of the dropped attachment never outlive its record (the
+// deterministic interleavings above prove the order; this shows no other
+// one slips through).
+func TestGCRepairRace(t *testing.T) {
+	ctx := context.Background()
+	gcArgs := &skel.CmdArgs{StdinData: []byte(interleaveGC), Stderr: io.Discard}
+	for i := 0; i < 100; i++ {
+		h := newHarness(firewall.KindNFTables)
+		h.host.localnetOn = true
+		p, file := addLive(t, h)
+		if err := h.fw.Remove(ctx, ctr1Owner); err != nil {
+			t.Fatal(err)
+		}
+		q := resync.Request{Root: h.records, Records: []string{"net1/" + file}}
+		done := make(chan error, 2)
+		go func() { done <- resync.Serve(ctx, firewall.PluginPortmap, q.Args(), io.Discard, p.repair) }()
+		go func() { done <- p.GC(ctx, gcArgs) }()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Fatalf("run %d: %v", i, err)
+			}
+		}
+		if _, err := p.records.Read(firewall.PluginPortmap, "net1", file); err == nil || h.fw.Dump() != "" {
+			t.Fatalf("run %d: after the repair and GC: record %v, rules\n%s\nwant both gone", i, err, h.fw.Dump())
+		}
+	}
+}
