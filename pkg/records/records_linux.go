@@ -5,10 +5,10 @@
 // prevResult included, CNI_ARGS, container ID, interface, netns path) and
 // the result ADD returned.
 //
-// Why the input and not a description of the rules: the plugin that wrote
-// a record is the one that repairs it (cnisuite resync starts the plugin
-// binary as a helper, which runs the same functions its ADD runs to build
-// and install the rules and sysctls), so whatever a later version of a
+// Why the input and not a description of the rules: the plugin of the
+// record's type repairs it (cnisuite resync starts it as a helper, which
+// runs the same functions its ADD runs to build and install the rules and
+// sysctls), so whatever a later version of a
 // plugin derives from its configuration — port ranges, a new chain —
 // comes back without a change here, and nothing can drift between what
 // ADD installs and what a repair installs.

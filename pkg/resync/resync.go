@@ -4,8 +4,10 @@
 // of pkg/records.
 //
 // The repair itself runs in the plugin that made the attachment: Run
-// starts each record's plugin binary once as a helper (pkg/helper, named
-// HelperName) with the records it is to look at; the plugin's Serve then
+// finds, by each record's plugin type, our plugin in the plugin
+// directories (never a program a record names: see finder) and starts it
+// once as a helper (pkg/helper, named HelperName) with the records it is
+// to look at; the plugin's Serve then
 // calls, per record, the plugin's own repair function, which builds the
 // rules and sysctls with the very functions its ADD uses, checks them
 // against the kernel and installs only what is missing (the backend's
