@@ -3,10 +3,10 @@
 //	cnisuite gc -bindir DIR [-confdir DIR] [-cachedir DIR] [-n]
 //	    remove what the plugins left for attachments the runtime no
 //	    longer knows (pkg/nodegc; also installed as cnisuite-gc)
-//	cnisuite resync [-n] [-bindir DIR] [-records DIR]
+//	cnisuite resync [-n] [-bindir DIR[:DIR...]] [-records DIR]
 //	    put back the firewall rules and sysctls of every attachment on
 //	    the node that other software removed (pkg/resync)
-//	cnisuite watch [-bindir DIR] [-records DIR]
+//	cnisuite watch [-bindir DIR[:DIR...]] [-records DIR]
 //	    the same repair, run by itself on nftables and forwarding changes
 //	    and firewalld reloads (pkg/watch)
 //	cnisuite version
@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -32,8 +33,8 @@ import (
 )
 
 const usage = `usage: cnisuite gc -bindir DIR [-confdir DIR] [-cachedir DIR] [-n]
-       cnisuite resync [-n] [-bindir DIR] [-records DIR]
-       cnisuite watch [-bindir DIR] [-records DIR]
+       cnisuite resync [-n] [-bindir DIR[:DIR...]] [-records DIR]
+       cnisuite watch [-bindir DIR[:DIR...]] [-records DIR]
        cnisuite version
 `
 
@@ -72,7 +73,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func resyncFlags(name string, o *resync.Options, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.BinDir, "bindir", "", "directory of the plugins to repair with (default: each attachment's own plugin binary)")
+	fs.Func("bindir", "directories of the plugins to repair with, searched in order, separated by ':' as in CNI_PATH "+
+		"(default: cnisuite's own directory, "+resync.PackageBinDir+", /opt/cni/bin)", func(v string) error {
+		for _, d := range filepath.SplitList(v) {
+			if !filepath.IsAbs(d) {
+				return fmt.Errorf("%q: not an absolute directory", d)
+			}
+			o.BinDirs = append(o.BinDirs, d)
+		}
+		return nil
+	})
 	fs.StringVar(&o.Root, "records", "", "the attachments' records (default /run/cnisuite/records)")
 	return fs
 }

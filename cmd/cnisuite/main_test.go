@@ -20,6 +20,7 @@ func TestRunDispatch(t *testing.T) {
 		{[]string{"gc", "-h"}, 0, "Usage of cnisuite gc:"},
 		{[]string{"resync", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"resync", "-records", "/nonexistent/records"}, 0, "no attachments recorded"},
+		{[]string{"resync", "-bindir", "/opt/cni/bin:bin"}, 2, `"bin": not an absolute directory`},
 	}
 	for _, tc := range tests {
 		var stdout, stderr strings.Builder

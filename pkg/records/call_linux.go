@@ -10,11 +10,12 @@ import (
 )
 
 // WriteCall records the attachment of an ADD: the call's input as the
-// plugin got it, result (when it is not in the input already) and the
-// plugin's executable, the one a repair runs. A failure is an I/O error
-// (CNI code 5): ADD fails rather than leave an attachment no repair knows.
+// plugin got it and result (when it is not in the input already); the
+// plugin's executable too, for earlier releases' resync only (see
+// Record.Binary). A failure is an I/O error (CNI code 5): ADD fails
+// rather than leave an attachment no repair knows.
 func (s Store) WriteCall(plugin, network string, a *skel.CmdArgs, result json.RawMessage) error {
-	exe, _ := os.Executable() // without it, cnisuite resync -bindir finds the plugin
+	exe, _ := os.Executable() // without it, an earlier resync needs -bindir
 	err := s.Write(Record{
 		Plugin: plugin, Network: network, ContainerID: a.ContainerID, IfName: a.IfName,
 		Netns: a.Netns, Args: a.Args, Config: a.StdinData, Result: result, Binary: exe,

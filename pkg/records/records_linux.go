@@ -5,10 +5,10 @@
 // prevResult included, CNI_ARGS, container ID, interface, netns path) and
 // the result ADD returned.
 //
-// Why the input and not a description of the rules: the plugin that wrote
-// a record is the one that repairs it (cnisuite resync starts the plugin
-// binary as a helper, which runs the same functions its ADD runs to build
-// and install the rules and sysctls), so whatever a later version of a
+// Why the input and not a description of the rules: the plugin of the
+// record's type repairs it (cnisuite resync starts it as a helper, which
+// runs the same functions its ADD runs to build and install the rules and
+// sysctls), so whatever a later version of a
 // plugin derives from its configuration — port ranges, a new chain —
 // comes back without a change here, and nothing can drift between what
 // ADD installs and what a repair installs.
@@ -18,6 +18,15 @@
 // attachments the runtime no longer lists:
 //
 //	/run/cnisuite/records/<plugin>/<network>/<hash of container ID and interface>.json
+//	/run/cnisuite/records/<plugin>/<network>/.tmp-<the same name>   (while ADD writes it)
+//
+// The temporary file is named after the record, so that the next ADD,
+// DEL or GC of the attachment removes one a killed ADD left.
+//
+// A record is data, never trusted for more: it names no program (cnisuite
+// resync finds the plugin by the configuration's type in the operator's
+// plugin directories), every read is bounded (MaxRecordSize) and checked
+// (see validate) before use.
 //
 // It lives under /run, so it vanishes with a reboot, as the rules and the
 // sysctls do. Every file operation goes through pkg/statedir: no link is
@@ -26,19 +35,16 @@ package records
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"os"
 	"sort"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/jsonscan"
 	"cnisuite/pkg/rootless"
@@ -66,13 +72,17 @@ type Record struct {
 	// Result is the result ADD returned, when it is not in Config already
 	// (bridge's; portmap's is its prevResult).
 	Result json.RawMessage `json:"result,omitempty"`
-	// Binary is the plugin executable that wrote the record: the one that
-	// repairs it.
+	// Binary is the plugin executable that wrote the record. It is
+	// written for the cnisuite resync of releases before 2026-11-29,
+	// which ran it, so that going back to one keeps repairing; nothing
+	// reads it any more (decode drops it): a file below /run/cnisuite
+	// never names a program to run.
 	Binary string `json:"binary,omitempty"`
 
-	// File is the record's file name in its network's directory (set by
-	// List, First and Read).
+	// File is the record's file name in its network's directory, and Type
+	// the configuration's plugin type (both set by List, First and Read).
 	File string `json:"-"`
+	Type string `json:"-"`
 }
 
 // encode writes r as json.Marshal does, on the plain path (pkg/jsonscan)
@@ -167,8 +177,14 @@ func (s Store) openExisting(plugin, network string) (d *statedir.Dir, ok bool, e
 	return d, true, nil
 }
 
+// tmpPrefix starts a temporary file's name: ".tmp-" and the name of the
+// record it becomes. (Releases before 2026-11-29 put random text after
+// it; GC removes those once they are older than tmpAge.)
+const tmpPrefix = ".tmp-"
+
 // Write stores r, replacing the attachment's earlier record at once: a
-// reader sees the old record or the new one, never a part.
+// reader sees the old record or the new one, never a part. A record past
+// MaxRecordSize is refused: no reader would take it.
 func (s Store) Write(r Record) error {
 	if r.ContainerID == "" || r.IfName == "" {
 		return fmt.Errorf("record: container ID %q and interface %q: both are needed", r.ContainerID, r.IfName)
@@ -180,39 +196,78 @@ func (s Store) Write(r Record) error {
 	if err != nil {
 		return fmt.Errorf("record: encoding: %w", err)
 	}
+	if len(data) > MaxRecordSize {
+		return fmt.Errorf("record of %s/%s: %d bytes, past the limit of %d", r.ContainerID, r.IfName, len(data), MaxRecordSize)
+	}
 	d, err := s.open(r.Plugin, r.Network, true)
 	if err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
 	defer d.Close()
-	tmp := ".tmp-" + rand.Text()
+	name := FileName(r.ContainerID, r.IfName)
+	tmp := tmpPrefix + name
+	// A killed ADD of the attachment may have left the file: it goes.
+	if err := d.Remove(tmp); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
 	if err := d.CreateNew(tmp, data); err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
-	if err := d.Rename(tmp, FileName(r.ContainerID, r.IfName), 0); err != nil {
+	if err := d.Rename(tmp, name, 0); err != nil {
 		return errors.Join(fmt.Errorf("record: %w", err), d.Remove(tmp))
 	}
 	return nil
 }
 
-// Remove deletes the attachment's record; an absent one is not an error.
-// The network's directory stays: removing it could race with an ADD
-// writing into it.
+// Remove deletes the attachment's record, and the temporary file a killed
+// ADD of it left; an absent one is not an error. The network's directory
+// stays: removing it could race with an ADD writing into it.
 func (s Store) Remove(plugin, network, containerID, ifName string) error {
 	d, ok, err := s.openExisting(plugin, network)
 	if !ok {
 		return err
 	}
 	defer d.Close()
-	// Under the record's lock: a repair holding it finishes first, and
-	// one that comes later finds no record (ReadLocked).
 	name := FileName(containerID, ifName)
-	f, err := d.Lock(context.Background(), name, lockWait)
-	if err != nil {
-		return fmt.Errorf("record: %w", err)
+	return errors.Join(removeLocked(context.Background(), d, name), wrap(d.Remove(tmpPrefix+name)))
+}
+
+// ErrBusy is the cause of Remove's and GC's error when a repair held the
+// record for the whole wait: nothing of the attachment may go then, or
+// the repair would put it back.
+var ErrBusy = errors.New("record held by a repair")
+
+// removeLocked removes the record file name under its lock: a repair
+// holding it finishes first, and one that comes later finds no record
+// (ReadLocked). An absent record is not an error.
+func removeLocked(ctx context.Context, d *statedir.Dir, name string) error {
+	f, err := lockRecord(ctx, d, name)
+	if f == nil {
+		return err
 	}
 	defer f.Close()
-	if err := d.Remove(name); err != nil {
+	return wrap(d.Remove(name))
+}
+
+// lockRecord opens the record file name and takes its lock; nil, with no
+// error, when there is no such file.
+func lockRecord(ctx context.Context, d *statedir.Dir, name string) (*os.File, error) {
+	f, err := d.LockExisting(ctx, name, lockWait)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if errors.Is(err, statedir.ErrLockTimeout) || ctx.Err() != nil {
+		return nil, fmt.Errorf("record %s: %w: %w", d.Join(name), ErrBusy, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	return f, nil
+}
+
+// wrap marks err as the records'.
+func wrap(err error) error {
+	if err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
 	return nil
@@ -220,143 +275,6 @@ func (s Store) Remove(plugin, network, containerID, ifName string) error {
 
 // lockWait bounds the wait for a repair holding a record.
 const lockWait = 30 * time.Second
-
-// ReadLocked returns the record file of plugin's network with its lock
-// held until release is called: while a repair holds it, DEL cannot
-// remove the record, and DEL removes the record before the rules, so a
-// repair never puts back the rules of an attachment being deleted. A
-// record removed meanwhile is fs.ErrNotExist.
-func (s Store) ReadLocked(ctx context.Context, plugin, network, file string) (r Record, release func(), err error) {
-	if !strings.HasSuffix(file, suffix) || strings.HasPrefix(file, ".") {
-		return Record{}, nil, fmt.Errorf("record: %q: not a record's file name", file)
-	}
-	d, err := s.open(plugin, network, false)
-	if err != nil {
-		return Record{}, nil, fmt.Errorf("record: %w", err)
-	}
-	defer d.Close()
-	f, err := d.LockExisting(ctx, file, lockWait)
-	if err != nil {
-		return Record{}, nil, fmt.Errorf("record: %w", err)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Nlink == 0 {
-		f.Close()
-		return Record{}, nil, fmt.Errorf("record %s: %w", d.Join(file), fs.ErrNotExist)
-	}
-	data, err := io.ReadAll(f)
-	if err == nil {
-		r, err = decode(data, d.Join(file))
-	}
-	if err != nil {
-		f.Close()
-		return Record{}, nil, err
-	}
-	r.File = file
-	return r, func() { f.Close() }, nil
-}
-
-// names lists the record files of d, sorted.
-func names(d *statedir.Dir) ([]string, error) {
-	entries, err := d.List()
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range entries {
-		if e.IsRegular() && strings.HasSuffix(e.Name, suffix) && !strings.HasPrefix(e.Name, ".") {
-			out = append(out, e.Name)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// List returns the records of plugin's network, in file-name order. A
-// record that cannot be decoded is reported in the error and left out.
-func (s Store) List(plugin, network string) ([]Record, error) {
-	d, err := s.open(plugin, network, false)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("record: %w", err)
-	}
-	defer d.Close()
-	files, err := names(d)
-	if err != nil {
-		return nil, fmt.Errorf("record: %w", err)
-	}
-	var out []Record
-	var errs []error
-	for _, f := range files {
-		r, err := read(d, f)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, r)
-	}
-	return out, errors.Join(errs...)
-}
-
-// First returns one record of plugin's network (the first by file name)
-// and how many the network has: what STATUS needs, read with one
-// directory listing and one file.
-func (s Store) First(plugin, network string) (r Record, count int, err error) {
-	d, err := s.open(plugin, network, false)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Record{}, 0, nil
-	}
-	if err != nil {
-		return Record{}, 0, fmt.Errorf("record: %w", err)
-	}
-	defer d.Close()
-	files, err := names(d)
-	if err != nil || len(files) == 0 {
-		return Record{}, 0, err
-	}
-	r, err = read(d, files[0])
-	return r, len(files), err
-}
-
-func read(d *statedir.Dir, name string) (Record, error) {
-	var r Record
-	data, err := d.ReadFile(name)
-	if err != nil {
-		return r, fmt.Errorf("record: %w", err)
-	}
-	if r, err = decode(data, d.Join(name)); err != nil {
-		return r, err
-	}
-	r.File = name
-	return r, nil
-}
-
-// decode reads a record's content; path names it in errors.
-func decode(data []byte, path string) (Record, error) {
-	var r Record
-	if err := json.Unmarshal(data, &r); err != nil {
-		return r, fmt.Errorf("record %s: %w", path, err)
-	}
-	if len(r.Config) == 0 || r.ContainerID == "" || r.IfName == "" {
-		return r, fmt.Errorf("record %s: config, containerID and ifName are needed", path)
-	}
-	return r, nil
-}
-
-// Read returns the record file of plugin's network.
-func (s Store) Read(plugin, network, file string) (Record, error) {
-	if !strings.HasSuffix(file, suffix) || strings.HasPrefix(file, ".") {
-		return Record{}, fmt.Errorf("record: %q: not a record's file name", file)
-	}
-	d, err := s.open(plugin, network, false)
-	if err != nil {
-		return Record{}, fmt.Errorf("record: %w", err)
-	}
-	defer d.Close()
-	return read(d, file)
-}
 
 // Networks returns the networks of plugin that have a directory, sorted.
 func (s Store) Networks(plugin string) ([]string, error) {
@@ -397,12 +315,15 @@ func (s Store) Networks(plugin string) ([]string, error) {
 type Attachment = types.Attachment
 
 // GC removes the records of plugin's network whose attachment is not in
-// keep, and temporary files a killed writer left (older than tmpAge, so
-// that a writer at work keeps its own).
-func (s Store) GC(plugin, network string, keep []Attachment) error {
+// keep, each under its lock (a repair of it finishes first), and the
+// temporary files of those attachments; it returns the attachments whose
+// records it removed (those it could read). A caller removes the
+// attachments' rules only after GC succeeded: a record GC could not
+// remove (ErrBusy) keeps its rules for the next GC.
+func (s Store) GC(ctx context.Context, plugin, network string, keep []Attachment) ([]Attachment, error) {
 	d, ok, err := s.openExisting(plugin, network)
 	if !ok {
-		return err
+		return nil, err
 	}
 	defer d.Close()
 	kept := map[string]bool{}
@@ -411,22 +332,55 @@ func (s Store) GC(plugin, network string, keep []Attachment) error {
 	}
 	entries, err := d.List()
 	if err != nil {
-		return fmt.Errorf("record: %w", err)
+		return nil, fmt.Errorf("record: %w", err)
 	}
+	var removed []Attachment
 	var errs []error
 	for _, e := range entries {
 		if !e.IsRegular() || kept[e.Name] {
 			continue
 		}
-		if strings.HasPrefix(e.Name, ".tmp-") && !stale(d, e.Name) {
+		if of, ok := strings.CutPrefix(e.Name, tmpPrefix); ok {
+			// A temporary file of a kept attachment is its ADD's (running,
+			// or killed: its DEL removes it); one of another release,
+			// named at random, goes once no writer can be at work.
+			if kept[of] || !isRecordName(of) && !stale(d, e.Name) {
+				continue
+			}
+			errs = append(errs, wrap(d.Remove(e.Name)))
 			continue
 		}
-		errs = append(errs, d.Remove(e.Name))
+		a, err := dropRecord(ctx, d, plugin, network, e.Name)
+		errs = append(errs, err)
+		if a != nil {
+			removed = append(removed, *a)
+		}
 	}
-	return errors.Join(errs...)
+	return removed, errors.Join(errs...)
 }
 
-// tmpAge is the age after which a temporary file is a killed writer's.
+// dropRecord removes the record file name of plugin's network under its
+// lock, and returns its attachment when the record was valid.
+func dropRecord(ctx context.Context, d *statedir.Dir, plugin, network, name string) (*Attachment, error) {
+	f, err := lockRecord(ctx, d, name)
+	if f == nil {
+		return nil, err
+	}
+	defer f.Close()
+	var a *Attachment
+	if data, err := statedir.ReadAllMax(f, MaxRecordSize); err == nil {
+		if r, err := decode(data, d.Join(name), plugin, network); err == nil {
+			a = &Attachment{ContainerID: r.ContainerID, IfName: r.IfName}
+		}
+	}
+	if err := d.Remove(name); err != nil {
+		return nil, wrap(err)
+	}
+	return a, nil
+}
+
+// tmpAge is the age after which a temporary file of a release before
+// 2026-11-29 is a killed writer's.
 const tmpAge = time.Minute
 
 func stale(d *statedir.Dir, name string) bool {

@@ -4,8 +4,10 @@
 // of pkg/records.
 //
 // The repair itself runs in the plugin that made the attachment: Run
-// starts each record's plugin binary once as a helper (pkg/helper, named
-// HelperName) with the records it is to look at; the plugin's Serve then
+// finds, by each record's plugin type, our plugin in the plugin
+// directories (never a program a record names: see finder) and starts it
+// once as a helper (pkg/helper, named HelperName) with the records it is
+// to look at; the plugin's Serve then
 // calls, per record, the plugin's own repair function, which builds the
 // rules and sysctls with the very functions its ADD uses, checks them
 // against the kernel and installs only what is missing (the backend's
@@ -157,6 +159,11 @@ func serveOne(ctx context.Context, store records.Store, plugin, name string, dry
 // names the network and what is gone. It reads one directory listing and,
 // when the network has attachments, one record, and runs repair as a dry
 // run: no process starts. A network without records has nothing to lose.
+//
+// Only an attachment that is still there counts: DEL removes the record
+// (under its lock) before the rules, so a loss is confirmed by reading
+// the record again under that lock and checking again; a record gone
+// meanwhile was a pod being deleted, not lost connectivity.
 func Status(ctx context.Context, store records.Store, plugin, network string, repair RepairFunc) error {
 	r, n, err := store.First(plugin, network)
 	if err != nil || n == 0 || !netnsExists(r.Netns) {
@@ -166,6 +173,28 @@ func Status(ctx context.Context, store records.Store, plugin, network string, re
 	if err != nil || len(missing) == 0 {
 		return nil
 	}
+	if missing = confirmLoss(ctx, store, r, repair); len(missing) == 0 {
+		return nil
+	}
 	return types.Errorf(types.ErrLimitedConnectivity, "network %q: %s of its attachments gone (%d %s attachment(s); cnisuite resync puts them back)",
 		network, strings.Join(missing, " and "), n, plugin)
+}
+
+// confirmLoss checks the attachment of r again with its record's lock
+// held, as a repair does, and returns what is gone; nothing when the
+// record is gone (a DEL or GC took it) or its netns is.
+func confirmLoss(ctx context.Context, store records.Store, r records.Record, repair RepairFunc) []string {
+	r, release, err := store.ReadLocked(ctx, r.Plugin, r.Network, r.File)
+	if err != nil {
+		return nil
+	}
+	defer release()
+	if !netnsExists(r.Netns) {
+		return nil
+	}
+	missing, err := repair(ctx, r, true)
+	if err != nil {
+		return nil
+	}
+	return missing
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -22,17 +23,18 @@ import (
 	"cnisuite/pkg/sysctlkeep"
 )
 
-// Plugins are the plugins that write records.
-var Plugins = []string{"bridge", "portmap"}
-
 // Options of Run.
 type Options struct {
-	// BinDir, when set, holds the plugins to run; else each record's own
-	// binary (the one that wrote it) is.
-	BinDir string
-	DryRun bool
+	// BinDirs are the directories searched, in order, for the plugin
+	// that repairs a record, by the record's plugin type (as CNI_PATH is
+	// searched); none: DefaultBinDirs.
+	BinDirs []string
+	DryRun  bool
 	// Root is the records' directory ("" = records.Dir).
 	Root string
+	// ours checks that a binary found is our plugin (nil: ourPlugin);
+	// tests pass a stand-in.
+	ours func(path, plugin string) error
 }
 
 // ErrFailed is wrapped by Run when some attachment could not be repaired.
@@ -41,13 +43,16 @@ var ErrFailed = errors.New("some attachments were not repaired")
 // Run repairs every recorded attachment, prints one line per network to
 // out, and returns the outcomes.
 func Run(ctx context.Context, o Options, out io.Writer) ([]Outcome, error) {
-	var errs []error
 	store := records.Store{Root: o.Root}
+	find := newFinder(o.BinDirs, o.ours)
 	var jobs []Request
 	var bins []string
+	var all []Outcome
+	var errs []error
 	for _, plugin := range Plugins {
-		groups, err := byBinary(store, plugin, o.BinDir)
+		groups, bad, err := byBinary(store, plugin, find)
 		errs = append(errs, err)
+		all = append(all, bad...)
 		for _, bin := range slices.Sorted(maps.Keys(groups)) {
 			bins = append(bins, bin)
 			jobs = append(jobs, Request{DryRun: o.DryRun, Root: o.Root, Records: groups[bin]})
@@ -65,19 +70,25 @@ func Run(ctx context.Context, o Options, out io.Writer) ([]Outcome, error) {
 		}()
 	}
 	wg.Wait()
-	var all []Outcome
 	for i := range jobs {
 		all = append(all, got[i]...)
 	}
 	errs = append(errs, jobErrs...)
 	summarize(out, all, o.DryRun)
 	if o.Root == "" { // the node's records: its holds and /run/sysctl.d too
+		if !o.DryRun {
+			errs = append(errs, PruneHolds(store, "", "", nil))
+		}
 		oc, err := restoreSysctlFile(out, o.DryRun)
 		errs = append(errs, err)
 		all = append(all, oc...)
 	}
 	for _, oc := range all {
-		if oc.Error != "" {
+		switch {
+		case oc.Error == "":
+		case oc.ContainerID == "": // a record that could not be used
+			errs = append(errs, fmt.Errorf("%w: %s", ErrFailed, oc.Error))
+		default:
 			errs = append(errs, fmt.Errorf("%w: %s %s/%s/%s: %s", ErrFailed, oc.Plugin, oc.Network, oc.ContainerID, oc.IfName, oc.Error))
 		}
 	}
@@ -102,30 +113,38 @@ func restoreSysctlFile(out io.Writer, dryRun bool) ([]Outcome, error) {
 }
 
 // byBinary returns plugin's records as "network/file", by the binary that
-// is to repair them.
-func byBinary(store records.Store, plugin, binDir string) (map[string][]string, error) {
+// is to repair them, and an outcome that failed for each record that
+// cannot be used (not valid, or no plugin of its type): it is skipped and
+// reported, the others are repaired. Records are read one at a time, and
+// only their names are kept.
+func byBinary(store records.Store, plugin string, find *finder) (map[string][]string, []Outcome, error) {
 	nets, err := store.Networks(plugin)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	groups := map[string][]string{}
+	var bad []Outcome
 	var errs []error
 	for _, n := range nets {
-		recs, err := store.List(plugin, n)
+		files, err := store.Files(plugin, n)
 		errs = append(errs, err)
-		for _, r := range recs {
-			bin := r.Binary
-			if binDir != "" || bin == "" {
-				bin = filepath.Join(binDir, plugin)
+		for _, file := range files {
+			r, err := store.Read(plugin, n, file)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // DEL removed it since the listing
 			}
-			if !filepath.IsAbs(bin) {
-				errs = append(errs, fmt.Errorf("%s %s/%s: no plugin binary recorded: give -bindir", plugin, n, r.ContainerID))
+			bin := ""
+			if err == nil {
+				bin, err = find.find(plugin, r.Type)
+			}
+			if err != nil {
+				bad = append(bad, Outcome{Plugin: plugin, Network: n, ContainerID: r.ContainerID, IfName: r.IfName, Error: err.Error()})
 				continue
 			}
-			groups[bin] = append(groups[bin], n+"/"+r.File)
+			groups[bin] = append(groups[bin], n+"/"+file)
 		}
 	}
-	return groups, errors.Join(errs...)
+	return groups, bad, errors.Join(errs...)
 }
 
 // runHelper runs bin's repair helper for q and decodes its outcomes.

@@ -205,11 +205,27 @@ func requireRegular(fd int) error {
 	return nil
 }
 
-// ReadFile reads the whole file name. It makes three system calls for a
-// small file (openat, read until the end, close): a full scan of a lease
-// directory reads thousands. O_NONBLOCK keeps a planted FIFO from hanging
-// the call.
+// MaxFileSize bounds what ReadFile reads: 32 MiB, twice the largest
+// state file of ours (a record of pkg/records holds at most a 16 MiB
+// network configuration and its result), so that no file planted or grown
+// below a state directory makes a plugin or cnisuite hold more.
+const MaxFileSize = 32 << 20
+
+// ErrTooLarge is the cause of ReadFile's error for a file past its bound.
+var ErrTooLarge = errors.New("larger than its size limit")
+
+// ReadFile reads the whole file name, at most MaxFileSize bytes. It makes
+// three system calls for a small file (openat, read until the end,
+// close): a full scan of a lease directory reads thousands. O_NONBLOCK
+// keeps a planted FIFO from hanging the call.
 func (d *Dir) ReadFile(name string) ([]byte, error) {
+	return d.ReadFileMax(name, MaxFileSize)
+}
+
+// ReadFileMax is ReadFile for a file of at most limit bytes: a larger one
+// is an error wrapping ErrTooLarge that names it, and costs no more than
+// limit bytes of memory.
+func (d *Dir) ReadFileMax(name string, limit int64) ([]byte, error) {
 	if err := d.checkName(name); err != nil {
 		return nil, err
 	}
@@ -221,7 +237,7 @@ func (d *Dir) ReadFile(name string) ([]byte, error) {
 	if err != nil {
 		return nil, d.pathErr("open", name, err)
 	}
-	data, err := readAll(fd)
+	data, err := readAll(fd, limit)
 	// Closing a file only read cannot lose data.
 	_ = unix.Close(fd)
 	if err != nil {
@@ -230,17 +246,34 @@ func (d *Dir) ReadFile(name string) ([]byte, error) {
 	return data, nil
 }
 
+// ReadAllMax reads f from its offset to its end, at most limit bytes (a
+// file opened with OpenFile, or a lock's): a larger one is an error
+// wrapping ErrTooLarge that names it.
+func ReadAllMax(f *os.File, limit int64) ([]byte, error) {
+	data, err := readAll(int(f.Fd()), limit)
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: f.Name(), Err: err}
+	}
+	return data, nil
+}
+
 // readAll reads fd to its end with read(2) alone: small files take one
 // read and a second that finds the end; a larger one is sized with fstat.
-func readAll(fd int) ([]byte, error) {
-	buf := make([]byte, 0, 512)
+// Past limit bytes it stops with ErrTooLarge, whatever fstat said (a file
+// may grow while it is read).
+func readAll(fd int, limit int64) ([]byte, error) {
+	buf := make([]byte, 0, min(512, limit+1))
 	for {
 		if len(buf) == cap(buf) {
 			var st unix.Stat_t
 			if err := unix.Fstat(fd, &st); err != nil {
 				return nil, err
 			}
-			buf = append(make([]byte, 0, max(int(st.Size)+1, 2*cap(buf))), buf...)
+			if st.Size > limit || int64(len(buf)) > limit {
+				return nil, fmt.Errorf("%d bytes or more: %w (%d bytes)", max(st.Size, int64(len(buf))), ErrTooLarge, limit)
+			}
+			size := min(max(st.Size+1, 2*int64(cap(buf))), limit+1)
+			buf = append(make([]byte, 0, size), buf...)
 		}
 		var n int
 		err := retry(func() (err error) {

@@ -188,6 +188,45 @@ func TestReadFileSizes(t *testing.T) {
 	}
 }
 
+// ReadFileMax reads a file of up to its limit and refuses a larger one,
+// naming it, without reading it whole; ReadFile's limit is MaxFileSize.
+func TestReadFileMax(t *testing.T) {
+	d, path := openRoot(t)
+	for _, size := range []int{0, 100, 1000} {
+		if err := os.WriteFile(filepath.Join(path, "f"), bytes.Repeat([]byte("x"), size), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := d.ReadFileMax("f", 1000); err != nil || len(got) != size {
+			t.Errorf("ReadFileMax(%d bytes, 1000) = %d bytes, %v", size, len(got), err)
+		}
+		_, err := d.ReadFileMax("f", 99)
+		if tooLarge := size > 99; errors.Is(err, ErrTooLarge) != tooLarge || tooLarge && !strings.Contains(err.Error(), filepath.Join(path, "f")) {
+			t.Errorf("ReadFileMax(%d bytes, 99) = %v; want ErrTooLarge naming the file: %v", size, err, tooLarge)
+		}
+	}
+	// A sparse file the size of a bound past the limit: refused from its
+	// size, before its bytes are read.
+	f, err := os.Create(filepath.Join(path, "huge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(MaxFileSize + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := d.ReadFile("huge"); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ReadFile(MaxFileSize+1 bytes) = %v, want ErrTooLarge", err)
+	}
+	lf, err := d.OpenFile("huge", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	if _, err := ReadAllMax(lf, 1<<20); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ReadAllMax(past its limit) = %v, want ErrTooLarge", err)
+	}
+}
+
 func TestEmpty(t *testing.T) {
 	d, err := OpenRoot(t.TempDir(), false, 0)
 	if err != nil {

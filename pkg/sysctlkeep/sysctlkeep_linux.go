@@ -40,6 +40,10 @@ const (
 	HoldsDir  = "/run/cnisuite/sysctl-holds"
 )
 
+// maxFileSize bounds the read of the file (Restore): 1 MiB, the keys of
+// over 10,000 links.
+const maxFileSize = 1 << 20
+
 // lockWait bounds the wait for another call's update of the holds.
 const lockWait = 30 * time.Second
 
@@ -112,7 +116,34 @@ func (k Keeper) Hold(key, value, holder string) error {
 
 // Release drops every hold of holder; a key left without holders leaves
 // the file (its value stays in the kernel: another process may want it).
+// It also finishes what a Release killed half-way left: a key directory
+// emptied but still listed, or still there.
 func (k Keeper) Release(holder string) error {
+	return k.drop(func(_ *statedir.Dir, name string) bool { return name == holder })
+}
+
+// Prune drops every hold for which drop, given its holder and the time
+// the hold was last taken, says so: the holds of attachments that are
+// gone without their DEL's Release (a DEL killed between removing its
+// record and releasing, a GC of attachments whose DEL never came). GC and
+// cnisuite resync call it (pkg/resync).
+func (k Keeper) Prune(drop func(holder string, taken time.Time) bool) error {
+	return k.drop(func(key *statedir.Dir, name string) bool {
+		st, err := key.Lstat(name)
+		return err == nil && drop(name, time.Unix(st.Mtim.Unix()))
+	})
+}
+
+// matcher tells the holds to drop: a holder's file name in a key's
+// directory.
+type matcher func(key *statedir.Dir, holder string) bool
+
+// drop removes the holds whose holder matches, in every key, and then the
+// key directories left empty, rewriting the file first when there are
+// such keys: a call killed at any point leaves at worst an empty key
+// directory, which the file no longer lists after the next rewrite
+// (heldText passes over it) and the next drop removes.
+func (k Keeper) drop(match matcher) error {
 	if k.rootless() {
 		return nil
 	}
@@ -121,43 +152,61 @@ func (k Keeper) Release(holder string) error {
 		if err != nil {
 			return err
 		}
-		changed := false
+		var emptied []string
+		dropped := 0
 		var errs []error
 		for _, e := range keys {
 			if e.Type&fs.ModeDir == 0 {
 				continue
 			}
-			emptied, err := releaseIn(holds, e.Name, holder)
-			changed = changed || emptied
+			n, empty, err := dropIn(holds, e.Name, match)
 			errs = append(errs, err)
+			dropped += n
+			if empty {
+				emptied = append(emptied, e.Name)
+			}
 		}
-		if changed {
-			errs = append(errs, k.rewrite(holds))
+		if dropped == 0 && len(emptied) == 0 {
+			return errors.Join(errs...)
+		}
+		// The file is compared, not only rewritten when a key emptied: an
+		// earlier release removed a key's directory before the file's line,
+		// and a Release of it killed in between left the line.
+		if _, err := k.sync(holds, false); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		for _, key := range emptied {
+			errs = append(errs, holds.RemoveDir(key))
 		}
 		return errors.Join(errs...)
 	})
 }
 
-// releaseIn removes holder's hold of one key; emptied is true when it was
-// the key's last.
-func releaseIn(holds *statedir.Dir, key, holder string) (emptied bool, err error) {
+// dropIn removes the holds of one key whose holder matches and says how
+// many it removed; empty is true when the key has none left (whoever took
+// the last one).
+func dropIn(holds *statedir.Dir, key string, match matcher) (dropped int, empty bool, err error) {
 	d, err := holds.Sub(key, false, 0)
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
 	defer d.Close()
-	there, err := d.Exists(holder)
-	if err != nil || !there {
-		return false, err
+	entries, err := d.List()
+	if err != nil {
+		return 0, false, err
 	}
-	if err := d.Remove(holder); err != nil {
-		return false, err
+	left := 0
+	for _, e := range entries {
+		if !match(d, e.Name) {
+			left++
+			continue
+		}
+		if err := d.Remove(e.Name); err != nil {
+			return dropped, false, err
+		}
+		dropped++
 	}
-	empty, err := d.Empty(nil)
-	if err != nil || !empty {
-		return false, err
-	}
-	return true, holds.RemoveDir(key)
+	return dropped, left == 0, nil
 }
 
 // rewrite writes the file from the keys held, atomically, or removes it
@@ -191,10 +240,19 @@ func heldText(holds *statedir.Dir) (string, error) {
 	}
 	var lines []string
 	for _, e := range keys {
-		if e.Type&fs.ModeDir != 0 {
-			key, value, _ := strings.Cut(strings.ReplaceAll(e.Name, "%", "/"), "=")
-			lines = append(lines, key+" = "+value)
+		if e.Type&fs.ModeDir == 0 {
+			continue
 		}
+		// A key without holders is not held: a Hold or Release killed
+		// half-way left its directory, which the next Release removes.
+		if held, err := hasHolders(holds, e.Name); err != nil || !held {
+			if err != nil {
+				return "", err
+			}
+			continue
+		}
+		key, value, _ := strings.Cut(strings.ReplaceAll(e.Name, "%", "/"), "=")
+		lines = append(lines, key+" = "+value)
 	}
 	if len(lines) == 0 {
 		return "", nil
@@ -202,6 +260,17 @@ func heldText(holds *statedir.Dir) (string, error) {
 	sort.Strings(lines)
 	return "# Written by the cnisuite CNI plugins: sysctls live pods need.\n" +
 		"# Removed with the last pod that needs them; do not edit.\n" + strings.Join(lines, "\n") + "\n", nil
+}
+
+// hasHolders reports whether the key's directory holds a hold.
+func hasHolders(holds *statedir.Dir, key string) (bool, error) {
+	d, err := holds.Sub(key, false, 0)
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	empty, err := d.Empty(nil)
+	return !empty, err
 }
 
 // Restore writes the file again when it no longer says what the holds
@@ -215,19 +284,27 @@ func (k Keeper) Restore(dryRun bool) (changed bool, err error) {
 		return false, nil
 	}
 	err = k.locked(func(holds *statedir.Dir) error {
-		want, err := heldText(holds)
-		if err != nil {
-			return err
-		}
-		have, err := k.current()
-		// A file that cannot be read (a link, a directory planted there)
-		// is replaced too: the rename puts ours in its place.
-		if changed = err != nil || have != want; !changed || dryRun {
-			return nil
-		}
-		return k.rewrite(holds)
+		changed, err = k.sync(holds, dryRun)
+		return err
 	})
 	return changed, err
+}
+
+// sync writes the file again (unless dryRun) when it does not list what
+// the holds do, and reports whether it did not.
+func (k Keeper) sync(holds *statedir.Dir, dryRun bool) (changed bool, err error) {
+	want, err := heldText(holds)
+	if err != nil {
+		return false, err
+	}
+	have, err := k.current()
+	// A file that cannot be read (a link, a directory planted there, a
+	// file past its bound) is replaced too: the rename puts ours in its
+	// place.
+	if changed = err != nil || have != want; !changed || dryRun {
+		return changed, nil
+	}
+	return true, k.rewrite(holds)
 }
 
 // current reads the file as it is, "" when it (or its directory) does
@@ -242,7 +319,9 @@ func (k Keeper) current() (string, error) {
 		return "", err
 	}
 	defer d.Close()
-	data, err := d.ReadFile(FileName)
+	// Bounded: a file of ours lists a few keys (one per link with
+	// route_localnet, at most); a larger one is not ours, and is replaced.
+	data, err := d.ReadFileMax(FileName, maxFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

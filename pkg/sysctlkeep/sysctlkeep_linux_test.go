@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"cnisuite/test/sandbox"
 )
@@ -170,4 +171,88 @@ func TestRestore(t *testing.T) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// A Release killed half-way (its hold removed, the file not rewritten
+// yet; or, as an earlier release did it, its key directory removed, not
+// yet the file's line) is finished by the next Release that drops a hold:
+// the file stops listing a key nobody holds. Before, the key stayed in
+// the file after later DELs, until a reboot.
+func TestReleaseAfterKilledRelease(t *testing.T) {
+	const fwd, lnet = "net/ipv4/ip_forward", "net/ipv4/conf/eth0/route_localnet"
+	for _, tc := range []struct {
+		name string
+		kill func(t *testing.T, k Keeper, holder string) // what the killed Release did
+	}{
+		{"hold removed", func(t *testing.T, k Keeper, holder string) {
+			if err := os.Remove(filepath.Join(k.HoldsDir, keyDir(fwd, "1"), holder)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"key directory emptied", func(t *testing.T, k Keeper, holder string) {
+			if err := os.RemoveAll(filepath.Join(k.HoldsDir, keyDir(fwd, "1"))); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k, file := testKeeper(t)
+			killed, other, later := Holder("bridge", "n", "c1", "eth0"), Holder("portmap", "n", "c2", "eth0"), Holder("portmap", "n", "c3", "eth0")
+			if err := errors.Join(k.Hold(fwd, "1", killed), k.Hold(lnet, "1", other), k.Hold(lnet, "1", later)); err != nil {
+				t.Fatal(err)
+			}
+			tc.kill(t, k, killed)
+			if err := k.Release(later); err != nil { // a later DEL of another pod
+				t.Fatal(err)
+			}
+			if got := fileText(t, file); got != lnet+" = 1" {
+				t.Errorf("after the next Release the file holds %q, want %q alone", got, lnet+" = 1")
+			}
+			if err := k.Release(other); err != nil {
+				t.Fatal(err)
+			}
+			if got := fileText(t, file); got != "" {
+				t.Errorf("after the last Release the file holds %q", got)
+			}
+		})
+	}
+}
+
+// Prune drops the holds its function says to, given the holder and when
+// the hold was taken; the file follows, and goes with the last hold.
+func TestPrune(t *testing.T) {
+	const fwd, lnet = "net/ipv4/ip_forward", "net/ipv4/conf/eth0/route_localnet"
+	k, file := testKeeper(t)
+	live, gone, fresh := Holder("bridge", "n", "live", "eth0"), Holder("bridge", "n", "gone", "eth0"), Holder("portmap", "n", "fresh", "eth0")
+	if err := errors.Join(k.Hold(fwd, "1", live), k.Hold(fwd, "1", gone), k.Hold(lnet, "1", gone), k.Hold(lnet, "1", fresh)); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	for _, key := range []string{keyDir(fwd, "1"), keyDir(lnet, "1")} {
+		for _, h := range []string{live, gone} {
+			_ = os.Chtimes(filepath.Join(k.HoldsDir, key, h), old, old) // absent: not this key's holder
+		}
+	}
+	stale := func(h string, taken time.Time) bool { return h != live && taken.Before(time.Now().Add(-time.Minute)) }
+	if err := k.Prune(stale); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fileText(t, file), lnet+" = 1; "+fwd+" = 1"; got != want {
+		t.Errorf("after pruning stale holds the file holds %q, want %q", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(k.HoldsDir, keyDir(lnet, "1"), gone)); !os.IsNotExist(err) {
+		t.Errorf("gone's hold of %s: %v; want it dropped", lnet, err)
+	}
+	if err := k.Prune(func(h string, _ time.Time) bool { return h != live }); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileText(t, file); got != fwd+" = 1" {
+		t.Errorf("after Prune the file holds %q, want %q alone", got, fwd+" = 1")
+	}
+	if err := k.Prune(func(string, time.Time) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("file after the last hold was pruned: %v; want it gone", err)
+	}
 }

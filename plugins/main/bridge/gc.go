@@ -8,15 +8,16 @@ import (
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/invoke"
 	"cnisuite/pkg/link"
+	"cnisuite/pkg/records"
 	"cnisuite/pkg/resync"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
 	"cnisuite/plugins/main/bridge/bridgeconf"
 )
 
-// cmdGC forwards GC to the IPAM plugin and removes the masquerade and
-// spoof-check rules of this network whose attachment is not among the valid
-// ones.
+// cmdGC forwards GC to the IPAM plugin and removes the records and the
+// masquerade and spoof-check rules of this network whose attachment is
+// not among the valid ones, and the sysctl holds no attachment needs.
 func (p *plugin) cmdGC(ctx context.Context, a *skel.CmdArgs) error {
 	conf, err := loadDelConf(a.StdinData, a.Stderr)
 	if err != nil {
@@ -28,7 +29,15 @@ func (p *plugin) cmdGC(ctx context.Context, a *skel.CmdArgs) error {
 			errs = append(errs, fmt.Errorf("ipam %q: %w", conf.IPAM.Type, err))
 		}
 	}
-	errs = append(errs, p.records.GC(firewall.PluginBridge, conf.Name, conf.GCAttachments()))
+	// The records before the rules, each under its lock, as in DEL: a
+	// repair running now finishes before, and none starts after, so none
+	// puts the rules back (pkg/records); while a repair holds one past
+	// GC's wait, the rules stay for the next GC (code 11).
+	dropped, recErr := p.records.GC(ctx, firewall.PluginBridge, conf.Name, conf.GCAttachments())
+	if errors.Is(recErr, records.ErrBusy) {
+		return errors.Join(append(errs, types.Errorf(types.ErrTryAgain, "%w", recErr))...)
+	}
+	errs = append(errs, recErr)
 	var keep []firewall.Owner
 	for _, v := range conf.GCAttachments() {
 		keep = append(keep, firewall.Owner{Plugin: firewall.PluginBridge, Network: conf.Name, ContainerID: v.ContainerID, IfName: v.IfName})
@@ -40,6 +49,8 @@ func (p *plugin) cmdGC(ctx context.Context, a *skel.CmdArgs) error {
 		}
 		errs = append(errs, fw.GC(ctx, firewall.PluginBridge, conf.Name, keep))
 	}
+	// Then the sysctl holds no recorded attachment needs any more.
+	errs = append(errs, resync.PruneHolds(p.records, firewall.PluginBridge, conf.Name, dropped))
 	return errors.Join(errs...)
 }
 

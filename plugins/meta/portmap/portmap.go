@@ -243,17 +243,26 @@ func (p *plugin) Check(ctx context.Context, a *skel.CmdArgs) error {
 }
 
 // GC removes the network's rules whose attachment is not valid any more.
+// The records go first, each under its lock, as in DEL: a repair running
+// now finishes before, and none starts after, so none puts the rules back
+// (pkg/records); while a repair holds one past GC's wait, the rules stay
+// for the next GC (code 11).
 func (p *plugin) GC(ctx context.Context, a *skel.CmdArgs) error {
 	c, be, err := p.load(ctx, a)
 	if err != nil {
 		return err
 	}
+	dropped, recErr := p.records.GC(ctx, firewall.PluginPortmap, c.Name, c.GCAttachments())
+	if errors.Is(recErr, records.ErrBusy) {
+		return types.Errorf(types.ErrTryAgain, "%w", recErr)
+	}
 	var keep []firewall.Owner
 	for _, at := range c.GCAttachments() {
 		keep = append(keep, firewall.Owner{ContainerID: at.ContainerID, IfName: at.IfName})
 	}
-	return errors.Join(be.GC(ctx, firewall.PluginPortmap, c.Name, keep),
-		p.records.GC(firewall.PluginPortmap, c.Name, c.GCAttachments()))
+	// Then the sysctl holds no recorded attachment needs any more.
+	return errors.Join(recErr, be.GC(ctx, firewall.PluginPortmap, c.Name, keep),
+		resync.PruneHolds(p.records, firewall.PluginPortmap, c.Name, dropped))
 }
 
 // Status reports 50 when the chosen backend cannot work on this node, and
