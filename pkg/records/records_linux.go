@@ -46,7 +46,6 @@ import (
 	"strings"
 	"time"
 
-	"cnisuite/pkg/jsonscan"
 	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
@@ -83,25 +82,6 @@ type Record struct {
 	// the configuration's plugin type (both set by List, First and Read).
 	File string `json:"-"`
 	Type string `json:"-"`
-}
-
-// encode writes r as json.Marshal does, on the plain path (pkg/jsonscan)
-// unless a raw member is not valid JSON.
-func (r Record) encode() ([]byte, error) {
-	o := jsonscan.NewObject(nil)
-	o.String("plugin", r.Plugin)
-	o.String("network", r.Network)
-	o.String("containerID", r.ContainerID)
-	o.String("ifName", r.IfName)
-	o.OptString("netns", r.Netns)
-	o.OptString("args", r.Args)
-	o.Raw("config", r.Config)
-	o.OptRaw("result", r.Result)
-	o.OptString("binary", r.Binary)
-	if data, ok := o.Close(); ok {
-		return data, nil
-	}
-	return json.Marshal(r)
 }
 
 // Store reads and writes records under Root ("" = Dir).
@@ -192,7 +172,7 @@ func (s Store) Write(r Record) error {
 	if s.off() {
 		return nil
 	}
-	data, err := r.encode()
+	data, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("record: encoding: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"cnisuite/pkg/calllog"
-	"cnisuite/pkg/jsonscan"
 	"cnisuite/pkg/ns"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/version"
@@ -135,7 +134,7 @@ func (inv *invocation) readConfig(a *CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	head, err := types.DecodeFresh(data, nil, (*configHead).decodePlain)
+	head, err := types.DecodeFresh[configHead](data, nil)
 	if err != nil {
 		return err
 	}
@@ -157,19 +156,6 @@ type configHead struct {
 	// is decoded once and a key of the wrong type never fails a call.
 	LogFile  json.RawMessage `json:"logFile"`
 	LogLevel json.RawMessage `json:"logLevel"`
-}
-
-// plainFields are configHead's keys on the plain path (pkg/jsonscan).
-func (h *configHead) plainFields() []jsonscan.Field {
-	return []jsonscan.Field{{Key: "cniVersion", Into: &h.CNIVersion}, {Key: "name", Into: &h.Name},
-		{Key: "logFile", Into: &h.LogFile}, {Key: "logLevel", Into: &h.LogLevel}}
-}
-
-// decodePlain reads the head on the plain path.
-func (h *configHead) decodePlain(data []byte) bool {
-	rd := jsonscan.NewReader(data)
-	rd.Fields(h.plainFields())
-	return rd.OK()
 }
 
 // minimum is the oldest configuration version that knows each verb.

@@ -15,17 +15,9 @@ func DecodeResult(data []byte, fallbackVersion string) (*Result, error) {
 }
 
 // decodeResult reads a result found at the JSON path root ("" for a whole
-// document, "prevResult" inside a configuration); errors name paths below it.
+// document, "prevResult" inside a configuration), through encoding/json for
+// every version and shape; errors name paths below root.
 func decodeResult(data []byte, fallbackVersion, root string) (*Result, error) {
-	if r, ok := decodePlain(data, fallbackVersion); ok && r.validate(root) == nil {
-		return r, nil
-	}
-	return decodeGeneral(data, fallbackVersion, root)
-}
-
-// decodeGeneral is decodeResult through encoding/json, for every version
-// and shape, and the rule for errors.
-func decodeGeneral(data []byte, fallbackVersion, root string) (*Result, error) {
 	what := root
 	if what == "" {
 		what = "result"
@@ -141,9 +133,6 @@ func (r *Result) Encode(v string) ([]byte, error) {
 	var w any
 	switch fam {
 	case version.Family100:
-		if out, ok := encodePlain(r, v); ok {
-			return out, nil
-		}
 		w = encode100(r, v)
 	case version.Family040:
 		w = encode040(r, v)

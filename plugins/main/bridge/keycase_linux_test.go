@@ -11,8 +11,7 @@ import (
 
 // TestKeysInAnotherCase: a configuration whose keys differ from ours only
 // in case (as encoding/json, and so the reference plugin, reads them) is
-// read the same through the plugin binary: the plain reader stops on such
-// a key and the general path takes over. The bridge holds the gateway
+// read the same through the plugin binary. The bridge holds the gateway
 // (IsGateway), the container's interface has the MTU (MTU), host-local
 // leased from the range (Ranges, Subnet).
 func TestKeysInAnotherCase(t *testing.T) {

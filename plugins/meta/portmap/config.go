@@ -61,14 +61,6 @@ var mappingKeys = []string{"hostPort", "containerPort", "protocol", "hostIP", "r
 // a feature (netavark's range) that this plugin would otherwise ignore
 // without a word.
 func UnknownMappingKeys(stdin []byte) []string {
-	if out, ok := unknownKeysPlain(stdin); ok {
-		return out
-	}
-	return unknownKeysGeneral(stdin)
-}
-
-// unknownKeysGeneral is UnknownMappingKeys through encoding/json.
-func unknownKeysGeneral(stdin []byte) []string {
 	var raw struct {
 		RuntimeConfig struct {
 			PortMaps []map[string]json.RawMessage `json:"portMappings"`
@@ -114,9 +106,9 @@ func knownMappingKey(k string) bool {
 	return false
 }
 
-// decode decodes the configuration, on the plain path when it can.
+// decode decodes the configuration.
 func decode(stdin []byte) (*Config, error) {
-	return types.DecodeFresh(stdin, nil, (*Config).decodePlain)
+	return types.DecodeFresh[Config](stdin, nil)
 }
 
 // Load decodes and validates a configuration.

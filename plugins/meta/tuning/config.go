@@ -125,11 +125,6 @@ func (c *Config) applyArgs(a *ArgsCNI) {
 // decodeConfig unmarshals data into c. A JSON value of the wrong type is an
 // invalid configuration naming the field; malformed JSON is a decoding error.
 func decodeConfig(data []byte, c *Config) error {
-	var plain Config
-	if plain.decodePlain(data) {
-		*c = plain
-		return nil
-	}
 	err := json.Unmarshal(data, c)
 	if err == nil {
 		return nil

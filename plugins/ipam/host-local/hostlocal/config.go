@@ -65,7 +65,7 @@ type config struct {
 
 // parseConf decodes stdin and applies the defaults that need no validation.
 func parseConf(data []byte) (*netConf, error) {
-	n, err := types.DecodeFresh(data, nil, (*netConf).decodePlain)
+	n, err := types.DecodeFresh[netConf](data, nil)
 	if err != nil {
 		return nil, err
 	}

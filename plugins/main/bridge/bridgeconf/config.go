@@ -1,7 +1,7 @@
 // Package bridgeconf reads and validates the bridge plugin's network
-// configuration: its keys (on the plain path of pkg/jsonscan when the
-// document allows), the node options of this suite, the container MAC the
-// runtime asks for, VLANs and isolation, every problem reported at once.
+// configuration: its keys (through encoding/json), the node options of
+// this suite, the container MAC the runtime asks for, VLANs and isolation,
+// every problem reported at once.
 package bridgeconf
 
 import (
@@ -72,9 +72,9 @@ type NetConf struct {
 	filterIngress bool
 }
 
-// Decode decodes the configuration, on the plain path when it can.
+// Decode decodes the configuration.
 func Decode(data []byte) (*NetConf, error) {
-	return types.DecodeFresh(data, func() *NetConf { return &NetConf{BrName: defaultBridge} }, (*NetConf).decodePlain)
+	return types.DecodeFresh(data, func() *NetConf { return &NetConf{BrName: defaultBridge} })
 }
 
 // Load decodes the configuration, applies defaults, picks the container

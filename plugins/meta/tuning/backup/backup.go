@@ -16,7 +16,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"cnisuite/pkg/jsonscan"
 	"cnisuite/pkg/rootless"
 	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
@@ -90,29 +89,6 @@ func (s *State) Merge(newer *State) {
 	}
 }
 
-// encode writes st as json.Marshal does: on the plain path (pkg/jsonscan)
-// without features or channels, the rarer keys.
-func (st *State) encode() ([]byte, error) {
-	if len(st.Features) > 0 || st.Channels != nil {
-		return json.Marshal(st)
-	}
-	o := jsonscan.NewObject(nil)
-	o.OptString("network", st.Network)
-	o.OptString("mac", st.MAC)
-	o.BoolPtr("promisc", st.Promisc)
-	o.OptInt("mtu", st.MTU)
-	o.BoolPtr("allmulti", st.Allmulti)
-	o.IntPtr("txQLen", st.TxQLen)
-	o.List("sysctl", len(st.Sysctl), func(b []byte, i int) ([]byte, bool) {
-		s := jsonscan.NewObject(b)
-		s.String("key", st.Sysctl[i].Path)
-		s.String("value", st.Sysctl[i].Value)
-		return s.Close()
-	})
-	data, _ := o.Close() // no raw members: it cannot fail
-	return data, nil
-}
-
 // Store keeps one state file per attachment in a directory. The directory
 // is the operator's (a link in its path is followed); below it, nothing is
 // (pkg/statedir): a link planted under a state file's name is refused, and
@@ -179,51 +155,13 @@ func (s Store) Load(containerID, ifName string) (*State, error) {
 	return st, nil
 }
 
-// decodeState reads a state file, on the plain path unless it holds
-// channels or a shape only encoding/json reads.
+// decodeState reads a state file.
 func decodeState(data []byte) (*State, error) {
-	if st, ok := plainState(data); ok {
-		return st, nil
-	}
 	st := &State{}
 	if err := json.Unmarshal(data, st); err != nil {
 		return nil, err
 	}
 	return st, nil
-}
-
-// plainState reads a state file on the plain path (pkg/jsonscan).
-func plainState(data []byte) (*State, bool) {
-	st := &State{}
-	rd := jsonscan.NewReader(data)
-	rd.Fields(st.plainFields())
-	return st, rd.OK()
-}
-
-// plainFields are State's keys on the plain path; channels, rarer, are
-// left to encoding/json.
-func (st *State) plainFields() []jsonscan.Field {
-	return []jsonscan.Field{
-		{Key: "network", Into: &st.Network},
-		{Key: "mac", Into: &st.MAC},
-		{Key: "promisc", Into: &st.Promisc},
-		{Key: "mtu", Into: &st.MTU},
-		{Key: "allmulti", Into: &st.Allmulti},
-		{Key: "txQLen", Into: &st.TxQLen},
-		{Key: "sysctl", Into: func(rd *jsonscan.Reader) {
-			st.Sysctl = []Setting{} // [] is an empty list, as encoding/json reads it
-			rd.Array(func() {
-				var set Setting
-				rd.Fields([]jsonscan.Field{{Key: "key", Into: &set.Path}, {Key: "value", Into: &set.Value}})
-				st.Sysctl = append(st.Sysctl, set)
-			})
-		}},
-		{Key: "features", Into: func(rd *jsonscan.Reader) {
-			st.Features = map[string]bool{}
-			rd.Members(func(key string) { st.Features[key] = rd.Bool() })
-		}},
-		{Key: "channels"},
-	}
 }
 
 // Save writes the attachment's state atomically: a 0600 file, in a
@@ -233,7 +171,7 @@ func (s Store) Save(containerID, ifName string, st *State) error {
 	if err != nil {
 		return err
 	}
-	data, err := st.encode()
+	data, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("encoding tuning state: %w", err)
 	}
