@@ -30,10 +30,6 @@ import (
 //     its last commit and that still name the same attachment. A lease the
 //     reference wrote after our last call is kept: it may be from this boot.
 //
-// Until the first rebuild after an upgrade, the index of the previous
-// release (index_v1.go) is ours too: its stamp and its entries count like
-// those of the buckets.
-//
 // Without a record (the first call of this version, or a dataDir on a tmpfs
 // that a reboot emptied anyway), the boot is recorded and nothing released.
 
@@ -123,16 +119,13 @@ func (s *Store) releaseEarlierBoots() error {
 
 func (s *Store) earlierBootLeases() ([]leaseEntry, error) {
 	stamped, err := s.indexStamped()
-	if err == nil && !stamped {
-		stamped, err = s.v1Stamped()
-	}
 	if err != nil {
 		return nil, err
 	}
 	if stamped {
 		return s.scan()
 	}
-	listed, err := s.listedLeases()
+	listed, err := s.indexEntries()
 	if err != nil {
 		return nil, err
 	}
@@ -147,19 +140,6 @@ func (s *Store) earlierBootLeases() ([]leaseEntry, error) {
 		}
 	}
 	return out, nil
-}
-
-// listedLeases reads every lease our index lists, stamped or not, and
-// those the previous release's index lists, when it is still there (the
-// first call after an upgrade). A lease listed twice is released twice,
-// which is harmless.
-func (s *Store) listedLeases() ([]leaseEntry, error) {
-	ours, err := s.indexEntries()
-	if err != nil {
-		return nil, err
-	}
-	v1, err := s.v1IndexEntries()
-	return append(ours, v1...), err
 }
 
 // indexEntries reads every lease the buckets list.

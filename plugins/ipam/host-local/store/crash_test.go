@@ -126,17 +126,14 @@ func runCrashChild(t *testing.T, dataDir, phase string, at int) int {
 	return -1
 }
 
-// seedUpgrade leaves what the previous release leaves: a lease of c2 and
-// its stamped index.
+// seedUpgrade leaves what the reference plugin leaves: a lease of c2.
 func seedUpgrade(t *testing.T, dataDir string) {
 	writeRef(t, filepath.Join(dataDir, "net"), map[string]string{"10.0.0.7": "c2\r\neth0", lockName: ""})
-	writeV1Index(t, dataDir, map[types.Attachment][]string{a("c2", "eth0"): {"10.0.0.7"}}, true)
 }
 
 func checkAfterCrash(t *testing.T, dataDir, cleanup string) {
 	dir := filepath.Join(dataDir, "net")
 	checkLeasesComplete(t, dir)
-	checkV1Index(t, dataDir)
 	s, err := Open(dataDir, "net")
 	if err != nil {
 		t.Fatal(err)
@@ -184,21 +181,3 @@ func checkLeasesComplete(t *testing.T, dir string) {
 	}
 }
 
-// checkV1Index fails when the previous release, rolled back to now, would
-// trust an index of its own that lacks its file: its stamp must be gone or
-// its index whole.
-func checkV1Index(t *testing.T, dataDir string) {
-	t.Helper()
-	s, err := Open(dataDir, "net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stamped, err := s.v1Stamped()
-	if err != nil || !stamped {
-		return
-	}
-	listed, err := s.v1IndexEntries()
-	if err != nil || len(listed) != 1 {
-		t.Errorf("the previous release's index is stamped but lists %v, %v; want its one lease", listed, err)
-	}
-}

@@ -227,14 +227,10 @@ func (s *Store) scan() ([]leaseEntry, error) {
 	return out, nil
 }
 
-// rebuild writes a new index from leases and stamps it fresh. It removes
-// the index of the previous format first (index_v1.go), and writes at most
-// one file per bucket.
+// rebuild writes a new index from leases and stamps it fresh, at most one
+// file per bucket.
 func (s *Store) rebuild(leases []leaseEntry) error {
 	s.dirty = true
-	if err := s.removeV1Index(); err != nil {
-		return err
-	}
 	if err := s.removeIndex(); err != nil {
 		return err
 	}

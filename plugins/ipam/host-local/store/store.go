@@ -15,9 +15,7 @@
 // instant into the stamp. Any other change of the network directory — by the
 // reference plugin or an operator — gives the directory the current time,
 // and a crash half-way leaves the stamp invalid: either way the next Lock
-// rebuilds the index from the lease files. The index of the previous
-// release (one file per attachment under .host-local-index/) is never
-// trusted, and removed by the rebuild (index_v1.go).
+// rebuilds the index from the lease files.
 package store
 
 import (
