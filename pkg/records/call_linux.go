@@ -3,22 +3,20 @@ package records
 import (
 	"encoding/json"
 	"io"
-	"os"
 
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
 )
 
 // WriteCall records the attachment of an ADD: the call's input as the
-// plugin got it and result (when it is not in the input already); the
-// plugin's executable too, for earlier releases' resync only (see
-// Record.Binary). A failure is an I/O error (CNI code 5): ADD fails
-// rather than leave an attachment no repair knows.
+// plugin got it and result (when it is not in the input already). No
+// program: cnisuite resync finds the plugin by the configuration's type
+// (pkg/resync). A failure is an I/O error (CNI code 5): ADD fails rather
+// than leave an attachment no repair knows.
 func (s Store) WriteCall(plugin, network string, a *skel.CmdArgs, result json.RawMessage) error {
-	exe, _ := os.Executable() // without it, an earlier resync needs -bindir
 	err := s.Write(Record{
 		Plugin: plugin, Network: network, ContainerID: a.ContainerID, IfName: a.IfName,
-		Netns: a.Netns, Args: a.Args, Config: a.StdinData, Result: result, Binary: exe,
+		Netns: a.Netns, Args: a.Args, Config: a.StdinData, Result: result,
 	})
 	if err != nil {
 		return types.Errorf(types.ErrIO, "%w", err)

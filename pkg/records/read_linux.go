@@ -194,7 +194,6 @@ func decode(data []byte, path, plugin, network string) (Record, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return Record{}, fmt.Errorf("record %s: %w: %w", path, ErrInvalid, err)
 	}
-	r.Binary = "" // never read: see Record
 	r.File = filepath.Base(path)
 	if err := r.validate(plugin, network); err != nil {
 		return Record{}, fmt.Errorf("record %s: %w: %w", path, ErrInvalid, err)

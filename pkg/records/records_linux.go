@@ -71,12 +71,6 @@ type Record struct {
 	// Result is the result ADD returned, when it is not in Config already
 	// (bridge's; portmap's is its prevResult).
 	Result json.RawMessage `json:"result,omitempty"`
-	// Binary is the plugin executable that wrote the record. It is
-	// written for the cnisuite resync of releases before 2026-11-29,
-	// which ran it, so that going back to one keeps repairing; nothing
-	// reads it any more (decode drops it): a file below /run/cnisuite
-	// never names a program to run.
-	Binary string `json:"binary,omitempty"`
 
 	// File is the record's file name in its network's directory, and Type
 	// the configuration's plugin type (both set by List, First and Read).

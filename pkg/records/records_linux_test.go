@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -223,16 +224,24 @@ func TestRecordValidated(t *testing.T) {
 			}
 		})
 	}
-	// A good record: its type is read, its binary never is.
+	// A good record that names a binary, as a planted one would: its type
+	// is read, and nothing holds the binary.
 	s := Store{Root: t.TempDir()}
-	r := rec("c1", "eth0")
-	r.Binary = "/tmp/planted"
-	if err := s.Write(r); err != nil {
+	if err := s.Write(rec("c1", "eth0")); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(s.Root, "bridge", "net1", FileName("c1", "eth0"))
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append([]byte(`{"binary":"/tmp/planted",`), data[1:]...)
+	if err := os.WriteFile(file, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Read("bridge", "net1", FileName("c1", "eth0"))
-	if err != nil || got.Type != "bridge" || got.Binary != "" {
-		t.Errorf("Read = type %q, binary %q, %v; want type bridge and no binary", got.Type, got.Binary, err)
+	if err != nil || got.Type != "bridge" || strings.Contains(fmt.Sprintf("%+v", got), "/tmp/planted") {
+		t.Errorf("Read = %+v, %v; want type bridge and no binary", got, err)
 	}
 }
 

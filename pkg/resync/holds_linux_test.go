@@ -19,8 +19,8 @@ func TestPruneHolds(t *testing.T) {
 	s := records.Store{Root: filepath.Join(root, "records")}
 	k := sysctlkeep.Keeper{SysctlDir: filepath.Join(root, "sysctl.d"), HoldsDir: filepath.Join(root, "holds")}
 	file := filepath.Join(k.SysctlDir, sysctlkeep.FileName)
-	write(t, s, "bridge", "net1", "live", "", "")
-	write(t, s, "portmap", "net1", "live", "", "")
+	write(t, s, "bridge", "net1", "live", "")
+	write(t, s, "portmap", "net1", "live", "")
 	bad := filepath.Join(s.Root, "bridge", "net1", records.FileName("bad", "eth0"))
 	if err := os.WriteFile(bad, []byte("{"), 0o600); err != nil {
 		t.Fatal(err)

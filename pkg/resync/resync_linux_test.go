@@ -16,10 +16,10 @@ import (
 	"cnisuite/test/sandbox"
 )
 
-func write(t *testing.T, s records.Store, plugin, network, cid, netns, bin string) records.Record {
+func write(t *testing.T, s records.Store, plugin, network, cid, netns string) records.Record {
 	t.Helper()
 	r := records.Record{Plugin: plugin, Network: network, ContainerID: cid, IfName: "eth0", Netns: netns,
-		Config: json.RawMessage(`{"name":"` + network + `","type":"` + plugin + `"}`), Binary: bin}
+		Config: json.RawMessage(`{"name":"` + network + `","type":"` + plugin + `"}`)}
 	if err := s.Write(r); err != nil {
 		t.Fatal(err)
 	}
@@ -31,9 +31,9 @@ func write(t *testing.T, s records.Store, plugin, network, cid, netns, bin strin
 // netns is gone stale without repairing it, and reports errors per record.
 func TestServe(t *testing.T) {
 	s := records.Store{Root: t.TempDir()}
-	live := write(t, s, "bridge", "net1", "live", "/proc/self/ns/net", "")
-	broken := write(t, s, "bridge", "net1", "broken", "", "")
-	gone := write(t, s, "bridge", "net1", "gone", "/nonexistent/netns", "")
+	live := write(t, s, "bridge", "net1", "live", "/proc/self/ns/net")
+	broken := write(t, s, "bridge", "net1", "broken", "")
+	gone := write(t, s, "bridge", "net1", "gone", "/nonexistent/netns")
 	var mu sync.Mutex
 	var repaired []string
 	repair := func(_ context.Context, r records.Record, dryRun bool) ([]string, error) {
@@ -113,9 +113,9 @@ func TestRun(t *testing.T) {
 	s := records.Store{Root: filepath.Join(root, "records")}
 	bin := filepath.Join(root, "bin")
 	writeScript(t, filepath.Join(bin, "bridge"), standIn)
-	write(t, s, "bridge", "a", "c1", "", "")
-	write(t, s, "bridge", "a", "c2", "", "")
-	write(t, s, "bridge", "b", "c1", "", "")
+	write(t, s, "bridge", "a", "c1", "")
+	write(t, s, "bridge", "a", "c2", "")
+	write(t, s, "bridge", "b", "c1", "")
 	var out bytes.Buffer
 	o := Options{Root: s.Root, BinDirs: []string{filepath.Join(root, "empty"), bin}, ours: anyScript}
 	outs, err := Run(context.Background(), o, &out)
@@ -127,7 +127,7 @@ func TestRun(t *testing.T) {
 	if out.String() != want {
 		t.Errorf("Run printed\n%s\nwant\n%s", out.String(), want)
 	}
-	write(t, s, "bridge", "fail1", "c1", "", "")
+	write(t, s, "bridge", "fail1", "c1", "")
 	out.Reset()
 	o.DryRun = true
 	if _, err := Run(context.Background(), o, &out); !errors.Is(err, ErrFailed) ||
@@ -150,9 +150,10 @@ func TestRunRecordsAreData(t *testing.T) {
 	writeScript(t, planted, "#!/bin/sh\n: >"+ranPlanted+"\n")
 	writeScript(t, filepath.Join(bin, "bridge"), standIn)
 	writeScript(t, filepath.Join(bin, "firewall"), "#!/bin/sh\n: >"+ranPlanted+"\n")
-	write(t, s, "bridge", "good", "c1", "", planted)
-	// Planted records: another type in the plugin directory, a type
-	// that is a path, a binary and no type.
+	// A good record that names a binary, as a planted one would (the
+	// releases before issue 42 wrote and ran it), and planted records:
+	// another type in the plugin directory, a type that is a path, a
+	// binary and no type.
 	plant := func(network, cid, config string) string {
 		dir := filepath.Join(s.Root, "bridge", network)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -165,6 +166,7 @@ func TestRunRecordsAreData(t *testing.T) {
 		}
 		return file
 	}
+	plant("good", "c1", `{"name":"good","type":"bridge"}`)
 	foreign := plant("good", "c2", `{"name":"good","type":"firewall"}`)
 	path := plant("good", "c3", `{"name":"good","type":"`+planted+`"}`)
 	untyped := plant("good", "c4", `{"name":"good"}`)
