@@ -180,4 +180,3 @@ func checkLeasesComplete(t *testing.T, dir string) {
 		}
 	}
 }
-
