@@ -14,7 +14,7 @@ import (
 // TestFormatLeases pins what host-local keeps under its dataDir
 // (docs/formats.md, "host-local"): the reference plugin's lease files,
 // last_reserved_ip.<n> and lock, byte for byte, and our index and boot
-// record beside them. The stamp (a time) and the boot ID (the kernel's)
+// record beside them, after two attachments took leases. The stamp (a time) and the boot ID (the kernel's)
 // are the only parts normalized, after checking their shape.
 func TestFormatLeases(t *testing.T) {
 	dataDir := t.TempDir()
@@ -29,6 +29,11 @@ func TestFormatLeases(t *testing.T) {
 		if ok, err := s.Reserve(a("c0ffee01", "eth0"), net.ParseIP(ip), i); !ok || err != nil {
 			t.Fatalf("Reserve(%s) = %v, %v", ip, ok, err)
 		}
+	}
+	// A second lease in range set 0 replaces last_reserved_ip.0 through
+	// its spare.
+	if ok, err := s.Reserve(a("c0ffee02", "net1"), net.ParseIP("10.88.0.3"), 0); !ok || err != nil {
+		t.Fatalf("Reserve(10.88.0.3) = %v, %v", ok, err)
 	}
 	if err := s.Unlock(); err != nil {
 		t.Fatalf("Unlock: %v", err)
