@@ -15,7 +15,8 @@ import (
 // ruleset` shows it: a bridge attachment with masquerade and a spoof
 // check, an isolated one with icc off and an ingress filter, a portmap
 // attachment on the data maps and one with user conditions (a chain of
-// rules behind the verdict maps). Handles are left out and the elements of
+// rules behind the verdict maps, and the interval maps and chains a range
+// with conditions adds). Handles are left out and the elements of
 // a set sorted (fwtest.Listing): both follow the order of writes, not
 // what is written.
 func TestFormatKernelNFTables(t *testing.T) {
@@ -35,7 +36,8 @@ func TestFormatKernelNFTables(t *testing.T) {
 		})},
 		{Name: "conditions", Owner: conds, Rules: fwtest.PortRules(t, func(p *fwapi.PortMaps) {
 			p.ContainerV4, p.ContainerV6 = fwtest.CIDR(t, "10.89.0.3/16"), nil
-			p.Mappings = []fwapi.PortMapping{{HostPort: 8443, ContainerPort: 443, Protocol: "tcp"}}
+			p.Mappings = []fwapi.PortMapping{{HostPort: 8443, ContainerPort: 443, Protocol: "tcp"},
+				{HostPort: 7000, ContainerPort: 7000, Protocol: "udp", Range: 5}}
 			p.ConditionsV4 = []string{"ip", "saddr", "!=", "192.0.2.0/24"}
 		})},
 	}
