@@ -23,9 +23,9 @@ import (
 //	/run/cnisuite/fw-backend/<netns>/<network>/backend     "iptables" or "nftables"
 //	/run/cnisuite/fw-backend/<netns>/<network>/<plugin>-<owner hash>
 //
-// one empty file per attachment holding the choice (earlier versions
-// listed a portmap holder's host ports in it; they are now claimed in
-// hostports/, claims_linux.go), under the network namespace the rules live in (its cookie, never reused while the machine
+// one empty file per attachment holding the choice (a portmap holder's
+// host ports are claimed in hostports/, claims_linux.go), under the
+// network namespace the rules live in (its cookie, never reused while the machine
 // runs). The choice goes with the last holder; /run empties at a reboot,
 // as the rules do. Links are followed in RecordRoot only (the operator's
 // path), never below it (pkg/statedir).

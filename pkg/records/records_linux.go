@@ -152,8 +152,7 @@ func (s Store) openExisting(plugin, network string) (d *statedir.Dir, ok bool, e
 }
 
 // tmpPrefix starts a temporary file's name: ".tmp-" and the name of the
-// record it becomes. (Releases before 2026-11-29 put random text after
-// it; GC removes those once they are older than tmpAge.)
+// record it becomes.
 const tmpPrefix = ".tmp-"
 
 // Write stores r, replacing the attachment's earlier record at once: a
@@ -316,9 +315,8 @@ func (s Store) GC(ctx context.Context, plugin, network string, keep []Attachment
 		}
 		if of, ok := strings.CutPrefix(e.Name, tmpPrefix); ok {
 			// A temporary file of a kept attachment is its ADD's (running,
-			// or killed: its DEL removes it); one of another release,
-			// named at random, goes once no writer can be at work.
-			if kept[of] || !isRecordName(of) && !stale(d, e.Name) {
+			// or killed: its DEL removes it).
+			if kept[of] {
 				continue
 			}
 			errs = append(errs, wrap(d.Remove(e.Name)))
@@ -353,14 +351,3 @@ func dropRecord(ctx context.Context, d *statedir.Dir, plugin, network, name stri
 	return a, nil
 }
 
-// tmpAge is the age after which a temporary file of a release before
-// 2026-11-29 is a killed writer's.
-const tmpAge = time.Minute
-
-func stale(d *statedir.Dir, name string) bool {
-	st, err := d.Lstat(name)
-	if err != nil {
-		return false
-	}
-	return time.Since(time.Unix(st.Mtim.Unix())) > tmpAge
-}

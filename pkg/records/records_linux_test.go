@@ -62,8 +62,7 @@ func TestWriteListRemove(t *testing.T) {
 
 // GC removes the records of attachments not kept and the temporary files
 // a killed ADD of them left (named after the record); a kept
-// attachment's temporary file, and a fresh one of an earlier release
-// (random name), stay.
+// attachment's temporary file stays.
 func TestGC(t *testing.T) {
 	s := Store{Root: t.TempDir()}
 	for _, cid := range []string{"keep", "gone"} {
@@ -72,10 +71,9 @@ func TestGC(t *testing.T) {
 		}
 	}
 	dir := filepath.Join(s.Root, "bridge", "net1")
-	fresh := filepath.Join(dir, ".tmp-writer")
 	keptTmp := filepath.Join(dir, tmpPrefix+FileName("keep", "eth0"))
 	killedTmp := filepath.Join(dir, tmpPrefix+FileName("killed", "eth0"))
-	for _, f := range []string{fresh, keptTmp, killedTmp} {
+	for _, f := range []string{keptTmp, killedTmp} {
 		if err := os.WriteFile(f, []byte("{"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +86,7 @@ func TestGC(t *testing.T) {
 	if len(got) != 1 || got[0].ContainerID != "keep" {
 		t.Fatalf("after GC: %+v, want only keep's record", got)
 	}
-	for f, want := range map[string]bool{fresh: true, keptTmp: true, killedTmp: false} {
+	for f, want := range map[string]bool{keptTmp: true, killedTmp: false} {
 		if _, err := os.Stat(f); (err == nil) != want {
 			t.Errorf("after GC, %s: %v; want it there: %v", f, err, want)
 		}
