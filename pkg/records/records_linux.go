@@ -350,4 +350,3 @@ func dropRecord(ctx context.Context, d *statedir.Dir, plugin, network, name stri
 	}
 	return a, nil
 }
-
