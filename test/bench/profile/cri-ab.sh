@@ -9,7 +9,7 @@
 set -eu
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 T=$ROOT/bin/tools
-: "${BINS:?BINS: the binaries' directories}"
+: "${BINS:?BINS: the binary directories}"
 read -r -a bins <<<"$BINS"
 for r in $(seq 1 "${ROUNDS:-4}"); do
 	order=("${bins[@]}")
