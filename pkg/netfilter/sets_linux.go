@@ -21,32 +21,41 @@ type SetElem struct {
 // kernel numbers it; rules reach it by the ID AddAnonSet returns.
 const AnonSetName = "__set%d"
 
+// AnonSet is an anonymous set as a rule holds it: nft's datatype number
+// and length of its key, whether it is an interval set (an element is a
+// range), its user data (what nft reads back to print the keys, such as
+// their byte order; nil: none) and its elements.
+type AnonSet struct {
+	KeyType, KeyLen uint32
+	Interval        bool
+	UserData        []byte
+	Elems           []SetElem
+}
+
 // AddAnonSet adds an anonymous, constant set with its elements, as nft
-// does for "{ a, b, c/16 }" in a rule (interval when an element is a
-// range), and returns its ID in the batch, which the rule's lookup names.
-// udata, when not nil, is the set's user data (what nft reads back to
-// print the keys, such as their byte order).
+// does for "{ a, b, c/16 }" in a rule, and returns its ID in the batch,
+// which the rule's lookup names.
 // Equivalent to: the set nft makes for an inline "{ … }"
-func (b *Batch) AddAnonSet(t Table, keyType, keyLen uint32, interval bool, udata []byte, elems []SetElem) uint32 {
+func (b *Batch) AddAnonSet(t Table, s AnonSet) uint32 {
 	b.setID++
 	id := b.setID
 	flags := uint32(unix.NFT_SET_ANONYMOUS | unix.NFT_SET_CONSTANT)
-	if interval {
+	if s.Interval {
 		flags |= unix.NFT_SET_INTERVAL
 	}
 	b.push(unix.NFT_MSG_NEWSET, netlink.Create, t, encodeAttrs(func(ae *netlink.AttributeEncoder) {
 		ae.String(unix.NFTA_SET_TABLE, t.Name)
 		ae.String(unix.NFTA_SET_NAME, AnonSetName)
 		ae.Uint32(unix.NFTA_SET_FLAGS, flags)
-		ae.Uint32(unix.NFTA_SET_KEY_TYPE, keyType)
-		ae.Uint32(unix.NFTA_SET_KEY_LEN, keyLen)
+		ae.Uint32(unix.NFTA_SET_KEY_TYPE, s.KeyType)
+		ae.Uint32(unix.NFTA_SET_KEY_LEN, s.KeyLen)
 		ae.Uint32(unix.NFTA_SET_ID, id)
 		ae.Nested(unix.NFTA_SET_DESC, func(d *netlink.AttributeEncoder) error {
-			d.Uint32(unix.NFTA_SET_DESC_SIZE, uint32(len(elems)))
+			d.Uint32(unix.NFTA_SET_DESC_SIZE, uint32(len(s.Elems)))
 			return nil
 		})
-		if udata != nil {
-			ae.Bytes(unix.NFTA_SET_USERDATA, udata)
+		if s.UserData != nil {
+			ae.Bytes(unix.NFTA_SET_USERDATA, s.UserData)
 		}
 	}))
 	b.push(unix.NFT_MSG_NEWSETELEM, netlink.Create, t, encodeAttrs(func(ae *netlink.AttributeEncoder) {
@@ -54,7 +63,7 @@ func (b *Batch) AddAnonSet(t Table, keyType, keyLen uint32, interval bool, udata
 		ae.String(unix.NFTA_SET_ELEM_LIST_SET, AnonSetName)
 		ae.Uint32(unix.NFTA_SET_ELEM_LIST_SET_ID, id)
 		ae.Nested(unix.NFTA_SET_ELEM_LIST_ELEMENTS, func(list *netlink.AttributeEncoder) error {
-			for _, el := range elems {
+			for _, el := range s.Elems {
 				list.Nested(unix.NFTA_LIST_ELEM, func(e *netlink.AttributeEncoder) error {
 					if el.End {
 						e.Uint32(unix.NFTA_SET_ELEM_FLAGS, unix.NFT_SET_ELEM_INTERVAL_END)

@@ -102,7 +102,7 @@ func Serve(ctx context.Context, plugin string, args []string, out io.Writer, rep
 	if err != nil {
 		return err
 	}
-	store := records.Store{Root: q.Root}
+	job := repairJob{store: records.Store{Root: q.Root}, plugin: plugin, dryRun: q.DryRun, repair: repair}
 	outs := make([]*Outcome, len(q.Records))
 	// A few attachments at a time, as a runtime runs ADDs: each repair
 	// waits mostly on its own netlink transactions.
@@ -113,7 +113,7 @@ func Serve(ctx context.Context, plugin string, args []string, out io.Writer, rep
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			outs[i] = serveOne(ctx, store, plugin, name, q.DryRun, repair)
+			outs[i] = job.one(ctx, name)
 		}()
 	}
 	wg.Wait()
@@ -132,11 +132,20 @@ func Serve(ctx context.Context, plugin string, args []string, out io.Writer, rep
 // workers is how many attachments a helper repairs at once.
 const workers = 4
 
-// serveOne repairs the record name ("network/file"); nil when it is gone.
-func serveOne(ctx context.Context, store records.Store, plugin, name string, dryRun bool, repair RepairFunc) *Outcome {
+// repairJob is what a helper's repairs share: the plugin's records, and
+// how to repair one.
+type repairJob struct {
+	store  records.Store
+	plugin string
+	dryRun bool
+	repair RepairFunc
+}
+
+// one repairs the record name ("network/file"); nil when it is gone.
+func (j repairJob) one(ctx context.Context, name string) *Outcome {
 	network, file, _ := strings.Cut(name, "/")
-	o := &Outcome{Plugin: plugin, Network: network}
-	r, release, err := store.ReadLocked(ctx, plugin, network, file)
+	o := &Outcome{Plugin: j.plugin, Network: network}
+	r, release, err := j.store.ReadLocked(ctx, j.plugin, network, file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -144,8 +153,8 @@ func serveOne(ctx context.Context, store records.Store, plugin, name string, dry
 		defer release()
 		o.ContainerID, o.IfName = r.ContainerID, r.IfName
 		if o.Stale = !netnsExists(r.Netns); !o.Stale {
-			o.Missing, err = repair(ctx, r, dryRun)
-			o.Repaired = err == nil && len(o.Missing) > 0 && !dryRun
+			o.Missing, err = j.repair(ctx, r, j.dryRun)
+			o.Repaired = err == nil && len(o.Missing) > 0 && !j.dryRun
 		}
 	}
 	if err != nil {

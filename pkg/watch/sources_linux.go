@@ -19,17 +19,26 @@ func sources() []source {
 	}
 }
 
-// receive joins groups of a netlink socket of family and calls match on
-// every message until ctx ends; an overflowed socket (a flush of a large
-// ruleset) counts as an event.
-func receive(ctx context.Context, family int, groups []uint32, ready func(), notify func(string), match func(netlink.Message) string) error {
-	c, err := netlink.Dial(family, nil)
+// subscription is what a source listens to: the multicast groups of a
+// netlink family, and which of their messages are events (match returns
+// why, or "").
+type subscription struct {
+	family int
+	groups []uint32
+	match  func(netlink.Message) string
+}
+
+// receive joins the groups of s and calls s.match on every message until
+// ctx ends; an overflowed socket (a flush of a large ruleset) counts as an
+// event.
+func receive(ctx context.Context, s subscription, ready func(), notify func(string)) error {
+	c, err := netlink.Dial(s.family, nil)
 	if err != nil {
 		return err
 	}
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	for _, g := range groups {
+	for _, g := range s.groups {
 		if err := c.JoinGroup(g); err != nil {
 			c.Close()
 			return fmt.Errorf("joining group %d: %w", g, err)
@@ -51,7 +60,7 @@ func receive(ctx context.Context, family int, groups []uint32, ready func(), not
 			return err
 		}
 		for _, m := range msgs {
-			if why := match(m); why != "" {
+			if why := s.match(m); why != "" {
 				notify(why)
 			}
 		}
@@ -59,7 +68,7 @@ func receive(ctx context.Context, family int, groups []uint32, ready func(), not
 }
 
 func nftEvents(ctx context.Context, ready func(), notify func(string)) error {
-	return receive(ctx, unix.NETLINK_NETFILTER, []uint32{unix.NFNLGRP_NFTABLES}, ready, notify, nftDeletion)
+	return receive(ctx, subscription{unix.NETLINK_NETFILTER, []uint32{unix.NFNLGRP_NFTABLES}, nftDeletion}, ready, notify)
 }
 
 // The attributes read from nftables events: the table is attribute 1 of
@@ -137,7 +146,7 @@ const (
 )
 
 func netconfEvents(ctx context.Context, ready func(), notify func(string)) error {
-	return receive(ctx, unix.NETLINK_ROUTE, []uint32{unix.RTNLGRP_IPV4_NETCONF, unix.RTNLGRP_IPV6_NETCONF}, ready, notify, forwardingOff)
+	return receive(ctx, subscription{unix.NETLINK_ROUTE, []uint32{unix.RTNLGRP_IPV4_NETCONF, unix.RTNLGRP_IPV6_NETCONF}, forwardingOff}, ready, notify)
 }
 
 // forwardingOff returns why m says forwarding of "all" went off, or "".

@@ -184,12 +184,12 @@ func addSets(b *netfilter.Batch, t Table, r Rule) []expr.Any {
 	}
 	ids := make([]uint32, len(r.Sets))
 	for i, s := range r.Sets {
-		keyType, keyLen, interval, udata, elems, err := s.Kernel()
+		set, err := s.Kernel()
 		if err != nil {
 			b.Fail(err)
 			return nil
 		}
-		ids[i] = b.AddAnonSet(t, keyType, keyLen, interval, udata, elems)
+		ids[i] = b.AddAnonSet(t, set)
 	}
 	out := slices.Clone(r.Exprs)
 	for i, e := range out {

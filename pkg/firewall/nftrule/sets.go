@@ -136,8 +136,8 @@ func prefixOf(item string, v4 bool) (*net.IPNet, error) {
 // Kernel returns what the kernel makes of the set: nft's datatype number
 // and length of its key, whether it is an interval set, the user data nft
 // gives it and its elements.
-func (s Set) Kernel() (keyType, keyLen uint32, interval bool, udata []byte, elems []netfilter.SetElem, err error) {
+func (s Set) Kernel() (netfilter.AnonSet, error) {
 	st := setTypes[s.Type]
-	elems, interval, err = s.elems()
-	return st.num, st.len, interval, setUserdata(st.order), elems, err
+	elems, interval, err := s.elems()
+	return netfilter.AnonSet{KeyType: st.num, KeyLen: st.len, Interval: interval, UserData: setUserdata(st.order), Elems: elems}, err
 }
