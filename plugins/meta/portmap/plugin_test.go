@@ -25,6 +25,8 @@ type fakeHost struct {
 	localnet []string
 	flushed  []string
 	noRoute  bool // the node routes no container address
+	// localnetErr is what EnableLocalnet fails with, when not nil.
+	localnetErr error
 	// localnetOn is what LocalnetOn answers.
 	localnetOn bool
 }
@@ -32,6 +34,9 @@ type fakeHost struct {
 func (h *fakeHost) EnableLocalnet(ip net.IP, holder string) error {
 	if h.noRoute {
 		return fmt.Errorf("%w (%s)", errNoRoute, ip)
+	}
+	if h.localnetErr != nil {
+		return h.localnetErr
 	}
 	h.localnet = append(h.localnet, ip.String())
 	return nil
@@ -345,5 +350,23 @@ func TestUnknownMappingKeysWarned(t *testing.T) {
 	}
 	if strings.Contains(h.stderr, "portMappings[0]") {
 		t.Errorf("stderr names the mapping without unknown keys: %q", h.stderr)
+	}
+}
+
+// TestFailedAddLeavesNoRules: an ADD whose rules were written but whose
+// route_localnet failed fails with code 5 and removes the rules it wrote:
+// nothing of the attachment stays committed.
+func TestFailedAddLeavesNoRules(t *testing.T) {
+	for _, kind := range []string{firewall.KindNFTables, firewall.KindIPTables} {
+		t.Run(kind, func(t *testing.T) {
+			h := newHarness(kind)
+			h.host.localnetErr = errors.New("route_localnet: read-only file system")
+			if _, e := h.run(t, "ADD", conf(maps)); e == nil || e.Code != types.CodeIO {
+				t.Fatalf("ADD with route_localnet failing = %+v, want code 5", e)
+			}
+			if dump := h.fw.Dump(); strings.Contains(dump, "10.88.0.2") {
+				t.Errorf("the failed ADD left rules:\n%s", dump)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/sysctlkeep"
 	"cnisuite/pkg/types"
+	"cnisuite/pkg/undo"
 )
 
 // errNoRoute is EnableLocalnet's answer when the node has no route to the
@@ -101,12 +102,19 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 		a.Log.Debug("portMappings", describe(pm))
 	}
 	// The rules and route_localnet need nothing of each other: they are
-	// set at the same time. A failure of either fails the ADD, which then
-	// lets go of its route_localnet hold (the value stays, as after a DEL:
-	// other pods may need it).
+	// set at the same time. A failure of either, or of the record, fails
+	// the ADD, which then removes the rules it wrote (with their host port
+	// claims) and lets go of its route_localnet hold (the value stays, as
+	// after a DEL: other pods may need it).
+	var u undo.Stack
+	u.Push("route_localnet hold", func() error { return p.host.ReleaseLocalnet(sysctlHolder(c, a)) })
 	rules := func() error {
 		defer a.Log.Step("firewall")()
-		return be.Ensure(ctx, owner(c, a), firewall.Rules{PortMaps: pm})
+		if err := be.Ensure(ctx, owner(c, a), firewall.Rules{PortMaps: pm}); err != nil {
+			return err
+		}
+		u.Push("port mappings", func() error { return be.Remove(ctx, owner(c, a)) })
+		return nil
 	}
 	localnet := func() error {
 		if v4 == nil || !pm.SNAT || pm.MasqAll {
@@ -114,13 +122,14 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 		}
 		return p.enableLocalnet(c, a, v4.IP)
 	}
-	if err := concurrent.First(concurrent.Run(rules, localnet)); err != nil {
-		if rerr := p.host.ReleaseLocalnet(sysctlHolder(c, a)); rerr != nil && a.Stderr != nil {
-			fmt.Fprintf(a.Stderr, "portmap: cleanup after failed ADD: %v\n", rerr)
-		}
-		return nil, err
+	err = concurrent.First(concurrent.Run(rules, localnet))
+	if err == nil {
+		err = p.writeRecord(c, a)
 	}
-	if err := p.writeRecord(c, a); err != nil {
+	if err != nil {
+		if uerr := u.Run(); uerr != nil && a.Stderr != nil {
+			fmt.Fprintf(a.Stderr, "portmap: cleanup after failed ADD: %v\n", uerr)
+		}
 		return nil, err
 	}
 	p.flushUDP(a, pm.Mappings, v4 != nil, v6 != nil)
