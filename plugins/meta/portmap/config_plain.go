@@ -20,6 +20,8 @@ func (c *Config) plainFields() []jsonscan.Field {
 		{Key: "conditionsV4", Into: &c.ConditionsV4},
 		{Key: "conditionsV6", Into: &c.ConditionsV6},
 		{Key: "backend", Into: &c.Backend},
+		{Key: "allowPortRanges", Into: &c.AllowPortRanges},
+		{Key: "maxHostPorts", Into: &c.MaxHostPorts},
 		{Key: "runtimeConfig", Into: func(rd *jsonscan.Reader) {
 			rd.Fields([]jsonscan.Field{{Key: "portMappings", Into: func(rd *jsonscan.Reader) {
 				c.RuntimeConfig.PortMaps = []PortMapEntry{} // [] is an empty list, as encoding/json reads it

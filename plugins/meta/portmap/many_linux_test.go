@@ -89,6 +89,13 @@ func manyConf(t *testing.T, network, backend string, n int, ranges bool, extra m
 		}
 		maps = append(maps, m)
 	}
+	return portmapConf(t, network, backend, maps, extra)
+}
+
+// portmapConf is a portmap configuration, ranges allowed, of the mappings
+// to manyAddr, with the extra keys.
+func portmapConf(t *testing.T, network, backend string, maps []map[string]any, extra map[string]any) []byte {
+	t.Helper()
 	conf := map[string]any{"cniVersion": "1.0.0", "name": network, "type": "portmap", "backend": backend,
 		"allowPortRanges": true, "runtimeConfig": map[string]any{"portMappings": maps},
 		"prevResult": map[string]any{"cniVersion": "1.0.0", "interfaces": []any{map[string]any{"name": "eth0", "sandbox": "/var/run/netns/x"}},

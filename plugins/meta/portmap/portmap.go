@@ -32,13 +32,18 @@ type hostOps interface {
 	// LocalnetOn reports whether route_localnet is on for the interface
 	// routing to ip (true without such a route: nothing to put back).
 	LocalnetOn(ip net.IP) bool
-	// FlushUDP deletes the UDP conntrack entries whose original destination
-	// port lies in one of spans.
+	// FlushUDP deletes the UDP conntrack entries of the flows the spans
+	// catch: original destination port in a span, to its host address or,
+	// without one, to an address of the node.
 	FlushUDP(v4 bool, spans []portSpan) error
 }
 
-// portSpan is host ports First to Last of a mapping.
-type portSpan struct{ First, Last int }
+// portSpan is host ports First to Last of a mapping, on its Host address
+// (nil, or unspecified: every address of the node).
+type portSpan struct {
+	First, Last int
+	Host        net.IP
+}
 
 // String writes "5353", or "8000-8100" for a range.
 func (s portSpan) String() string {
@@ -171,7 +176,7 @@ func (p *plugin) flushUDP(a *skel.CmdArgs, ms []firewall.PortMapping, v4, v6 boo
 		var ports []portSpan
 		for _, m := range ms {
 			if m.Protocol == "udp" && (m.HostIP == nil || (m.HostIP.To4() != nil) == fam.v4) {
-				ports = append(ports, portSpan{m.HostPort, m.HostLast()})
+				ports = append(ports, portSpan{First: m.HostPort, Last: m.HostLast(), Host: m.HostIP})
 			}
 		}
 		if fam.on && len(ports) > 0 {
