@@ -10,11 +10,13 @@
 #     seconds,
 #   - `cnisuite watch` runs (its safety net every 10 s), repairing after
 #     each flush.
-# A pod whose ADD failed or was killed is deleted all the same, as a
-# runtime does. At the end the watcher is stopped and the summary counts
+# One call in four also has one of the plugin processes it started
+# SIGKILLed after 0-50 ms. A pod whose ADD failed or was killed is deleted
+# all the same, as a runtime does. At the end the watcher is stopped and the summary counts
 # what is left of every kind: veths, leases, rules naming pod addresses,
 # host port claims, records, sysctl holds, temporary files, result cache
-# entries, processes, network namespaces. Every count should be 0.
+# entries, processes, network namespaces. Every count should be 0; the
+# exit status says whether they are.
 #
 #   make soak                                    (builds, then runs this in the sandbox)
 #   scripts/sandbox.sh test/soak/soak.sh BIN     (BIN: our plugins, with tools/cnitool)
@@ -84,17 +86,33 @@ flusher() {
 	done
 }
 
+# cni VERB NS PORT LOG: one cnitool call; one in four has a plugin process
+# it started SIGKILLed after 0-50 ms (when one is running then).
+cni() {
+	local verb=$1 ns=$2 port=$3 log=$4
+	CAP_ARGS="{\"portMappings\":[{\"hostPort\":$port,\"containerPort\":80,\"protocol\":\"tcp\"},{\"hostPort\":$((port + 1)),\"containerPort\":53,\"protocol\":\"udp\"}]}" \
+		"$BIN/tools/cnitool" "$verb" soak "/run/netns/$ns" >"$log" 2>&1 &
+	local pid=$!
+	if ((RANDOM % 4 == 0)); then
+		sleep "$(printf '0.%03d' $((RANDOM % 50)))"
+		local children=()
+		read -r -a children <"/proc/$pid/task/$pid/children" 2>/dev/null
+		if [ "${#children[@]}" -gt 0 ] && kill -KILL "${children[RANDOM % ${#children[@]}]}" 2>/dev/null; then
+			echo "$verb" >>"$W/call-kills"
+		fi
+	fi
+	wait "$pid"
+}
+
 # pod I: ADD (killed or failed: no matter), then DEL until it succeeds (at
 # most 20 tries), as a runtime does.
 pod() {
 	local i=$1 ns=soak$1 port=$((20000 + 2 * ($1 % 10000)))
 	ip netns add "$ns" || return
-	CAP_ARGS="{\"portMappings\":[{\"hostPort\":$port,\"containerPort\":80,\"protocol\":\"tcp\"},{\"hostPort\":$((port + 1)),\"containerPort\":53,\"protocol\":\"udp\"}]}" \
-		"$BIN/tools/cnitool" add soak "/run/netns/$ns" >"$W/log/add$i" 2>&1 || echo "$i" >>"$W/add-failed"
+	cni add "$ns" "$port" "$W/log/add$i" || echo "$i" >>"$W/add-failed"
 	local try
 	for try in $(seq 1 20); do
-		if CAP_ARGS="{\"portMappings\":[{\"hostPort\":$port,\"containerPort\":80,\"protocol\":\"tcp\"},{\"hostPort\":$((port + 1)),\"containerPort\":53,\"protocol\":\"udp\"}]}" \
-			"$BIN/tools/cnitool" del soak "/run/netns/$ns" >"$W/log/del$i" 2>&1; then
+		if cni del "$ns" "$port" "$W/log/del$i"; then
 			[ "$try" = 1 ] || echo "$i $try" >>"$W/del-retried"
 			ip netns del "$ns"
 			rm -f "$W/log/add$i" "$W/log/del$i"
@@ -126,10 +144,12 @@ wait "$WATCH" 2>/dev/null
 end=$(date +%s)
 
 # count WHAT LINES...: one line of the summary, and what is left, if any.
+left=0
 count() {
 	local what=$1
 	shift
 	local n=$#
+	left=$((left + n))
 	printf '  %-34s %d\n' "$what" "$n"
 	[ "$n" = 0 ] || printf '      %s\n' "$@" | head -5
 }
@@ -149,7 +169,7 @@ mapfile -t procs < <(for d in /proc/[0-9]*; do
 done)
 mapfile -t netns < <(ip netns list)
 echo "soak summary: $CYCLES pods, $PAR at a time, $((end - start)) s; backend '${BACKEND:-node choice}'"
-echo "  kills $(cat "$W/kills" 2>/dev/null || echo 0), flushes $(cat "$W/flushes" 2>/dev/null || echo 0)," \
+echo "  kills: $(cat "$W/call-kills" 2>/dev/null | wc -l) of a call's plugin, $(cat "$W/kills" 2>/dev/null || echo 0) at random; flushes $(cat "$W/flushes" 2>/dev/null || echo 0)," \
 	"ADDs failed or killed $(cat "$W/add-failed" 2>/dev/null | wc -l)," \
 	"DELs retried $(cat "$W/del-retried" 2>/dev/null | wc -l)," \
 	"repairs logged $(grep -c repaired "$W/watch.log")"
@@ -170,3 +190,5 @@ echo "  (bridges, kept by design without removeEmptyBridge: ${bridges[*]:-none})
 for f in "$W"/log/del*; do
 	[ -e "$f" ] && { echo "last error of ${f##*/}:"; tail -c 400 "$f"; echo; }
 done | head -40
+echo "leftovers in all: $left"
+[ "$left" = 0 ]
