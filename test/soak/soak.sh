@@ -165,7 +165,7 @@ mapfile -t temps < <(find /run/cnisuite /var/lib/cni /run/sysctl.d -name '.tmp-*
 mapfile -t results < <(find /var/lib/cni/results -type f 2>/dev/null)
 mapfile -t procs < <(for d in /proc/[0-9]*; do
 	exe=$(readlink "$d/exe" 2>/dev/null) || continue
-	case $exe in "$BIN"/*) echo "${d#/proc/} $exe" ;; esac
+	case $exe in "$BIN"/*) echo "${d#/proc/} $(tr '\0' ' ' <"$d/cmdline" 2>/dev/null)" ;; esac
 done)
 mapfile -t netns < <(ip netns list)
 echo "soak summary: $CYCLES pods, $PAR at a time, $((end - start)) s; backend '${BACKEND:-node choice}'"
