@@ -96,7 +96,7 @@ cni() {
 	if ((RANDOM % 4 == 0)); then
 		sleep "$(printf '0.%03d' $((RANDOM % 50)))"
 		local children=()
-		read -r -a children <"/proc/$pid/task/$pid/children" 2>/dev/null
+		{ read -r -a children <"/proc/$pid/task/$pid/children"; } 2>/dev/null # gone: nothing to kill
 		if [ "${#children[@]}" -gt 0 ] && kill -KILL "${children[RANDOM % ${#children[@]}]}" 2>/dev/null; then
 			echo "$verb" >>"$W/call-kills"
 		fi
