@@ -9,9 +9,11 @@ import (
 )
 
 // A transaction is one datagram: nfnetlink commits a batch only when its
-// BATCH_END is in the same datagram as its BATCH_BEGIN (a batch cut in two
-// is aborted), so a transaction cannot be spread over several sends. What
-// limits it is the socket, on both sides:
+// BATCH_END is in the same datagram as its BATCH_BEGIN, so a transaction
+// cannot be spread over several sends (tried on Linux 6.18: a datagram of
+// BATCH_BEGIN and an add table, then one of BATCH_END, creates no table,
+// and the lone BATCH_END is refused with EINVAL). What limits it is the
+// socket, on both sides:
 //
 //   - the datagram must fit the send buffer (net.core.wmem_default, 208 KiB:
 //     about 500 port mappings), else sendto fails with EMSGSIZE; the
