@@ -108,18 +108,16 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 	}
 	// The rules and route_localnet need nothing of each other: they are
 	// set at the same time. A failure of either, or of the record, fails
-	// the ADD, which then removes the rules it wrote (with their host port
-	// claims) and lets go of its route_localnet hold (the value stays, as
-	// after a DEL: other pods may need it).
+	// the ADD, which then removes what it wrote of the rules (with their
+	// host port claims; iptables writes each family on its own, so one may
+	// be in place when the other failed) and lets go of its route_localnet
+	// hold (the value stays, as after a DEL: other pods may need it).
 	var u undo.Stack
 	u.Push("route_localnet hold", func() error { return p.host.ReleaseLocalnet(sysctlHolder(c, a)) })
+	u.Push("port mappings", func() error { return be.Remove(ctx, owner(c, a)) })
 	rules := func() error {
 		defer a.Log.Step("firewall")()
-		if err := be.Ensure(ctx, owner(c, a), firewall.Rules{PortMaps: pm}); err != nil {
-			return err
-		}
-		u.Push("port mappings", func() error { return be.Remove(ctx, owner(c, a)) })
-		return nil
+		return be.Ensure(ctx, owner(c, a), firewall.Rules{PortMaps: pm})
 	}
 	localnet := func() error {
 		if v4 == nil || !pm.SNAT || pm.MasqAll {
