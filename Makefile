@@ -16,7 +16,7 @@ ARCHES    ?=
 
 export GOFLAGS := -mod=mod
 
-.PHONY: all build tools install deps test unit privileged lint fmt vet staticcheck demo e2e bench release deb clean
+.PHONY: all build tools install deps test unit privileged lint fmt vet staticcheck demo e2e bench soak release deb clean
 
 all: build
 
@@ -92,6 +92,12 @@ bench: deps build tools
 	$(GO) build -o $(TOOLS)/cnibench ./test/bench/cnibench
 	scripts/reference-plugins.sh $(TOOLS)/reference
 	CNISUITE_BIN=$(BIN) test/bench/cgroup-cpu.sh $(TOOLS)/cnibench -taskstats-exec scripts/sandbox.sh $(TOOLS)/cnibench -bin $(BIN) -tools $(TOOLS) -reference $(TOOLS)/reference $(BENCHFLAGS)
+
+## soak: 1,000 pods through bridge → portmap → tuning, 8 at a time, plugins SIGKILLed at random,
+## nft flush ruleset every 5 s, cnisuite watch running; prints what is left of every kind
+## (test/soak/soak.sh; CYCLES, PAR, KILL_MS, FLUSH_S, BACKEND). Not part of `make test`.
+soak: deps build tools
+	CNISUITE_BIN=$(BIN) scripts/sandbox.sh test/soak/soak.sh $(BIN)
 
 ## fuzz: the binaries fuzzed with the long budget inside the sandbox (test/fuzz, FUZZ_INPUTS per
 ## plugin, FUZZ_SEED), then every native Go fuzz target (func Fuzz*) for FUZZTIME each

@@ -23,6 +23,7 @@ type Batch struct {
 	setID    uint32
 	err      error
 	deleting bool // some message deletes an object that may exist
+	echoes   int  // messages whose rule the kernel echoes back
 }
 
 // Hook makes a chain a base chain.
@@ -60,11 +61,13 @@ func (b *Batch) Append(o *Batch) {
 		b.Fail(o.err)
 	}
 	b.deleting = b.deleting || o.deleting
+	b.echoes += o.echoes
 }
 
 func (b *Batch) push(msg int, flags netlink.HeaderFlags, t Table, data []byte) {
 	b.msgs = append(b.msgs, netlink.Message{
-		Header: netlink.Header{Type: nftMsgType(msg), Flags: netlink.Request | netlink.Acknowledge | flags},
+		// No ack asked: Apply asks one of the last message only.
+		Header: netlink.Header{Type: nftMsgType(msg), Flags: netlink.Request | flags},
 		Data:   append(nfgen(t.Proto()), data...),
 	})
 }
@@ -321,6 +324,7 @@ func (b *Batch) AddXTRule(t Table, chain string, exprs []expr.Any, proto uint32)
 // created, with its handle, back to the socket: ApplyEcho returns it.
 // Equivalent to: iptables -A <chain> <spec>, then reading its handle
 func (b *Batch) AddXTRuleEcho(t Table, chain string, exprs []expr.Any, proto uint32) {
+	b.echoes++
 	b.addXTRule(t, chain, exprs, proto, netlink.Echo)
 }
 

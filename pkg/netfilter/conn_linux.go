@@ -33,6 +33,9 @@ type Conn struct {
 	fd  int
 	seq uint32
 	buf []byte
+	// sndbuf and rcvbuf are the socket's buffer sizes once read (0 before:
+	// the node's defaults), grown for large transactions (apply_linux.go).
+	sndbuf, rcvbuf int
 }
 
 // Dial opens the socket.
@@ -86,9 +89,13 @@ func (n *Conn) send(msgs []netlink.Message) (uint32, error) {
 }
 
 // recv reads one datagram and returns its messages.
-func (n *Conn) recv() ([]netlink.Message, error) {
+func (n *Conn) recv() ([]netlink.Message, error) { return n.recvFlags(0) }
+
+// recvFlags is recv with recvfrom's flags (unix.MSG_DONTWAIT: EAGAIN
+// rather than a wait when nothing is queued).
+func (n *Conn) recvFlags(flags int) ([]netlink.Message, error) {
 	for {
-		nr, _, err := unix.Recvfrom(n.fd, n.buf, 0)
+		nr, _, err := unix.Recvfrom(n.fd, n.buf, flags)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -376,13 +383,6 @@ func (n *Conn) Rules(family byte, table, chain string) ([]Rule, error) {
 	return out, nil
 }
 
-// Apply sends the batch as one transaction and waits for the kernel's
-// answer to each message: all of it is applied, or none.
-func (n *Conn) Apply(b *Batch) error {
-	_, err := n.ApplyEcho(b)
-	return err
-}
-
 // RuleByHandle reads one rule of a chain by its handle; false when the
 // chain or the rule does not exist.
 // Equivalent to: nft -a list chain <family> <table> <chain> | grep "handle <handle>"
@@ -407,59 +407,6 @@ func (n *Conn) RuleByHandle(family byte, table, chain string, handle uint64) (Ru
 	}
 	r, err := decodeRule(msgs[0].Data[4:])
 	return r, err == nil, err
-}
-
-// ApplyEcho is Apply, returning the rules the kernel echoed (those added
-// with AddXTRuleEcho), handles included, as far as they came before its
-// last answer.
-func (n *Conn) ApplyEcho(b *Batch) ([]Rule, error) {
-	if b.err != nil {
-		return nil, b.err
-	}
-	if b.Empty() {
-		return nil, nil
-	}
-	begin := netlink.Message{
-		Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_MSG_BATCH_BEGIN), Flags: netlink.Request},
-		Data:   []byte{unix.AF_UNSPEC, unix.NFNETLINK_V0, 0, unix.NFNL_SUBSYS_NFTABLES},
-	}
-	end := begin
-	end.Header.Type = netlink.HeaderType(unix.NFNL_MSG_BATCH_END)
-	first, err := n.send(append(append([]netlink.Message{begin}, b.msgs...), end))
-	if err != nil {
-		return nil, fmt.Errorf("sending nftables transaction: %w", err)
-	}
-	// Messages first+1 … first+len(b.msgs) each get an ack or an error.
-	ours := func(m netlink.Message) bool {
-		return m.Header.Sequence > first && m.Header.Sequence <= first+uint32(len(b.msgs))
-	}
-	var errs []error
-	var echoed []Rule
-	for acked := 0; acked < len(b.msgs); {
-		msgs, err := n.recv()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("waiting for the kernel: %w", err))
-			break
-		}
-		for _, m := range msgs {
-			switch {
-			case !ours(m):
-			case m.Header.Type == nftMsgType(unix.NFT_MSG_NEWRULE) && len(m.Data) >= 4:
-				if r, err := decodeRule(m.Data[4:]); err == nil {
-					echoed = append(echoed, r)
-				}
-			case m.Header.Type == netlink.Error:
-				acked++
-				if err := errno(m); err != nil {
-					errs = append(errs, err)
-				}
-			}
-		}
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("nftables transaction of %d messages: %w", len(b.msgs), errors.Join(errs...))
-	}
-	return echoed, nil
 }
 
 // ListRules is rules on a socket of its own.

@@ -40,12 +40,12 @@ func hostLocalSeveral(p Paths) any {
 		"args", jsontree.Obj("cni", jsontree.Obj("ips", jsontree.Arr("10.34.0.10", "10.34.0.11", "10.34.0.12", "fd34::10"))))
 }
 
-// portmapRanges maps port ranges (netavark's range key) beside single
-// ports: TCP every address, UDP on a hostIP, SCTP, a range of one; with
+// portmapRanges maps port ranges (netavark's range key, which the
+// configuration allows) beside single ports: TCP every address, UDP on a hostIP, SCTP, a range of one; with
 // backend "" the configuration has no backend key, as users write it.
 func portmapRanges(p Paths, backend string) any {
 	o := jsontree.Obj("cniVersion", "1.1.0", "name", "fzpm", "type", "portmap",
-		"capabilities", jsontree.Obj("portMappings", true),
+		"capabilities", jsontree.Obj("portMappings", true), "allowPortRanges", true,
 		"runtimeConfig", jsontree.Obj("portMappings", jsontree.Arr(
 			jsontree.Obj("hostPort", 8000, "containerPort", 8000, "protocol", "tcp", "range", 101),
 			jsontree.Obj("hostPort", 5000, "containerPort", 5000, "protocol", "udp", "hostIP", "10.77.0.1", "range", 10),

@@ -117,7 +117,7 @@ func TestBridgeRootlessForeignNetns(t *testing.T) {
 // failed with "sysctl holds: mkdir /run/cnisuite: permission denied".
 func TestPortmapRootless(t *testing.T) {
 	sandbox.Require(t)
-	conf := `{"cniVersion":"1.1.0","name":"rootless-pm","type":"portmap","backend":"nftables",
+	conf := `{"cniVersion":"1.1.0","name":"rootless-pm","type":"portmap","backend":"nftables","allowPortRanges":true,
 	 "runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"},{"hostPort":8000,"containerPort":8000,"protocol":"udp","range":10}]},
 	 "prevResult":{"cniVersion":"1.1.0","interfaces":[{"name":"eth0","sandbox":"/x"}],"ips":[{"address":"10.89.0.2/24","interface":0}]}}`
 	out := runScript(t, `CNI_NETNS=/proc/$$/ns/net unshare --net -- sh -c '

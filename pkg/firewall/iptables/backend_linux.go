@@ -106,17 +106,22 @@ func (b *Backend) Ensure(ctx context.Context, o fwapi.Owner, r fwapi.Rules) erro
 
 // Remove deletes the owner's chains and jumps, its nftables chains (spoof
 // check, isolation) and the reference plugins' rules of the attachment:
-// with iptables-nft in one netlink transaction.
+// with iptables-nft in one netlink transaction, read again and retried
+// when what it read vanished before the commit.
 func (b *Backend) Remove(ctx context.Context, o fwapi.Owner) error {
 	c := &call{}
 	defer c.close()
-	return b.writer().remove(ctx, c, o, func(batch *netfilter.Batch) error {
-		conn, err := c.socket()
-		if err != nil {
-			return err
-		}
-		return nftmodel.Remove(conn, o, batch, func(batch *netfilter.Batch) error {
-			return reference.Delete(conn, o, batch)
+	// What was read vanished before the commit (a reset of the node's
+	// firewall in between): read again and retry.
+	return nftmodel.RetryVanished(func() error {
+		return b.writer().remove(ctx, c, o, func(batch *netfilter.Batch) error {
+			conn, err := c.socket()
+			if err != nil {
+				return err
+			}
+			return nftmodel.Remove(conn, o, batch, func(batch *netfilter.Batch) error {
+				return reference.Delete(conn, o, batch)
+			})
 		})
 	})
 }

@@ -86,7 +86,8 @@ func (j jumpsFile) dir(create bool) (*statedir.Dir, error) {
 	return all.Sub(j.netns, create, 0o700)
 }
 
-// remove removes the file, if any.
+// remove removes the file, if any, and the temporary file of a save
+// killed before its rename.
 func (j jumpsFile) remove() {
 	d, err := j.dir(false)
 	if err != nil {
@@ -94,7 +95,11 @@ func (j jumpsFile) remove() {
 	}
 	defer d.Close()
 	_ = d.Remove(j.name) // a record left costs the next Remove a dump
+	_ = d.Remove(j.tmp())
 }
+
+// tmp names the file a save writes before renaming it to the record.
+func (j jumpsFile) tmp() string { return j.name + ".tmp" }
 
 // forgetChainJumps removes the file of the owner of an owner chain, which
 // GC deleted by name.
@@ -128,7 +133,7 @@ func saveJumps(f family, o fwapi.Owner, jumps []jump) {
 		return
 	}
 	defer d.Close()
-	tmp := j.name + ".tmp"
+	tmp := j.tmp()
 	if d.Overwrite(tmp, []byte(b.String())) != nil || d.Rename(tmp, j.name, 0) != nil {
 		_ = d.Remove(tmp)
 		_ = d.Remove(j.name) // an old file would now lie

@@ -219,3 +219,37 @@ func TestRemoveAfterTableRebuilt(t *testing.T) {
 		}
 	})
 }
+
+// An Ensure killed between writing its record of the jumps and renaming
+// it into place leaves the temporary file; the owner's Remove deletes it
+// with the record. Before, it stayed (the soak found one).
+func TestRemoveForgetsHalfWrittenJumps(t *testing.T) {
+	sandbox.Require(t)
+	ctx := context.Background()
+	r := fwtest.PortRules(t, func(*fwapi.PortMaps) {})
+	fwtest.InNS(t, func() {
+		primeNAT(t)
+		b, o := New(), fwtest.PortOwner
+		if err := b.Ensure(ctx, o, r); err != nil {
+			t.Fatalf("Ensure: %v", err)
+		}
+		j, err := jumpsFileFor(family{v4: true}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := j.dir(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		if err := d.Overwrite(j.tmp(), []byte("PREROUTING 7\n")); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Remove(ctx, o); err != nil {
+			t.Fatalf("Remove: %v", err)
+		}
+		if left, err := d.Exists(j.tmp()); left || err != nil {
+			t.Errorf("after Remove, the half-written record %s is there: %v, %v", j.tmp(), left, err)
+		}
+	})
+}

@@ -73,9 +73,17 @@ func (b *Backend) Remove(_ context.Context, o fwapi.Owner) error {
 		return types.Errorf(types.ErrIO, "%w", err)
 	}
 	defer conn.Close()
-	return nftmodel.Remove(conn, o, nil, func(batch *netfilter.Batch) error {
+	return remove(conn, o, func(batch *netfilter.Batch) error {
 		return reference.Delete(conn, o, batch)
 	})
+}
+
+// remove is Remove on conn, with also adding to the transaction what it
+// reads (the reference plugins' rules). When what it read vanished before
+// the commit (a reset of the node's firewall in between), it reads again
+// and retries (nftmodel.RetryVanished).
+func remove(conn *netfilter.Conn, o fwapi.Owner, also func(*netfilter.Batch) error) error {
+	return nftmodel.RetryVanished(func() error { return nftmodel.Remove(conn, o, nil, also) })
 }
 
 // Check compares the owner's chains and elements with the rules r needs.

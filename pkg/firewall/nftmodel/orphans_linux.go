@@ -1,7 +1,12 @@
 package nftmodel
 
 import (
+	"errors"
+	"fmt"
+	"strings"
+
 	"github.com/google/nftables"
+	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/netfilter"
@@ -48,12 +53,12 @@ func dropElemsTo(conn *nftables.Conn, e Existing) error {
 	table := &nftables.Table{Name: e.Table.Name, Family: nftables.TableFamily(e.Table.Proto())}
 	sets, err := conn.GetSets(table)
 	if err != nil {
-		return types.Errorf(types.ErrIO, "listing maps of %s: %w", e.Table, err)
+		return types.Errorf(types.ErrIO, "listing maps of %s: %w", e.Table, errnoOf(err))
 	}
 	for _, set := range sets {
 		elems, err := conn.GetSetElements(set)
 		if err != nil {
-			return types.Errorf(types.ErrIO, "listing map %s: %w", set.Name, err)
+			return types.Errorf(types.ErrIO, "listing map %s: %w", set.Name, errnoOf(err))
 		}
 		var drop []nftables.SetElement
 		for _, el := range elems {
@@ -94,4 +99,14 @@ func staleChains(conn *netfilter.Conn, plugin, network string, keep []fwapi.Owne
 		}
 	}
 	return out, nil
+}
+
+// errnoOf is err, which google/nftables' listings format with %v, losing
+// the kernel's errno: a table or map that vanished (ENOENT) is marked as
+// such again, so that the caller reads again (RetryVanished).
+func errnoOf(err error) error {
+	if !errors.Is(err, unix.ENOENT) && strings.HasSuffix(err.Error(), unix.ENOENT.Error()) {
+		return fmt.Errorf("%w (%w)", err, unix.ENOENT)
+	}
+	return err
 }

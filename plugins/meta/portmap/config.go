@@ -16,6 +16,13 @@ import (
 // are Kubernetes', 20–31 Calico's.
 const DefaultMarkMasqBit = 13
 
+// DefaultMaxHostPorts is how many host ports one attachment may map when
+// the network configuration does not say (maxHostPorts): twice the largest
+// ranges media servers publish (FreeSWITCH's RTP ports 16384-32768), and
+// half of one protocol's ports, so that no attachment can take every port
+// of the node.
+const DefaultMaxHostPorts = 32768
+
 // Config is the portmap configuration.
 type Config struct {
 	types.NetConf
@@ -34,6 +41,13 @@ type Config struct {
 	// Backend is "iptables", "nftables" or unset (chosen from the options,
 	// else automatically).
 	Backend *string `json:"backend,omitempty"`
+	// AllowPortRanges accepts mappings of more than one port (range);
+	// default false. The operator's: runtimeConfig may come from pod
+	// authors.
+	AllowPortRanges bool `json:"allowPortRanges,omitempty"`
+	// MaxHostPorts is how many host ports one attachment may map, each
+	// port of a range counted; default DefaultMaxHostPorts.
+	MaxHostPorts *int `json:"maxHostPorts,omitempty"`
 
 	RuntimeConfig struct {
 		PortMaps []PortMapEntry `json:"portMappings,omitempty"`
@@ -154,7 +168,41 @@ func (c *Config) Validate() error {
 	for i, m := range c.RuntimeConfig.PortMaps {
 		errs = append(errs, m.validate(i))
 	}
-	errs = append(errs, c.rangeOverlaps())
+	errs = append(errs, c.rangeOverlaps(), c.portLimits())
+	return errors.Join(errs...)
+}
+
+// maxHostPorts returns the effective maxHostPorts.
+func (c *Config) maxHostPorts() int {
+	if c.MaxHostPorts == nil {
+		return DefaultMaxHostPorts
+	}
+	return *c.MaxHostPorts
+}
+
+// portLimits holds the mappings to what the operator allows: ranges only
+// with allowPortRanges, and at most maxHostPorts host ports in all.
+func (c *Config) portLimits() error {
+	var errs []error
+	if c.MaxHostPorts != nil && *c.MaxHostPorts < 1 {
+		return types.Errorf(types.ErrInvalidConfig, "maxHostPorts %d: must be at least 1", *c.MaxHostPorts)
+	}
+	total := 0
+	for i, m := range c.RuntimeConfig.PortMaps {
+		n := 1
+		if m.Range != nil && *m.Range > 1 {
+			n = *m.Range
+			if !c.AllowPortRanges {
+				errs = append(errs, types.Errorf(types.ErrInvalidConfig,
+					"runtimeConfig.portMappings[%d].range %d: port ranges are not allowed on this network (allowPortRanges is not true in its configuration)", i, n))
+			}
+		}
+		total += n
+	}
+	if limit := c.maxHostPorts(); total > limit {
+		errs = append(errs, types.Errorf(types.ErrInvalidConfig,
+			"runtimeConfig.portMappings: %d host ports, past maxHostPorts %d (the network configuration's limit for one attachment)", total, limit))
+	}
 	return errors.Join(errs...)
 }
 

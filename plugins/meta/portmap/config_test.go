@@ -11,6 +11,7 @@ import (
 func TestValidate(t *testing.T) {
 	const head = `{"cniVersion":"1.0.0","name":"n","type":"portmap"`
 	pm := func(entries string) string { return `,"runtimeConfig":{"portMappings":[` + entries + `]}` }
+	const rhead = head + `,"allowPortRanges":true` // the operator allows ranges
 	tests := []struct {
 		name, conf string
 		wantErr    []string // substrings, all present; none means valid
@@ -32,28 +33,42 @@ func TestValidate(t *testing.T) {
 		{"nft conditions choose nftables", head + `,"conditionsV4":["ip","saddr","!=","1.2.3.4"]}`, nil, firewall.KindNFTables},
 		{"ipt conditions choose iptables", head + `,"conditionsV4":["!","-s","1.2.3.4"]}`, nil, firewall.KindIPTables},
 		{"injection in a condition", head + `,"conditionsV4":["ip saddr 1.1.1.1\nflush ruleset"]}`, []string{"must not contain a newline"}, ""},
-		{"range", head + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":101}`) + `}`, nil, ""},
-		{"range of one with other ports", head + pm(`{"hostPort":8000,"containerPort":80,"protocol":"tcp","range":1}`) + `}`, nil, ""},
-		{"range zero", head + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":0}`) + `}`,
+		{"range", rhead + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":101}`) + `}`, nil, ""},
+		{"range of one with other ports", rhead + pm(`{"hostPort":8000,"containerPort":80,"protocol":"tcp","range":1}`) + `}`, nil, ""},
+		{"range zero", rhead + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":0}`) + `}`,
 			[]string{"runtimeConfig.portMappings[0].range 0: must be at least 1"}, ""},
-		{"range past 65535", head + pm(`{"hostPort":65530,"containerPort":65530,"protocol":"udp","range":7}`) + `}`,
+		{"range past 65535", rhead + pm(`{"hostPort":65530,"containerPort":65530,"protocol":"udp","range":7}`) + `}`,
 			[]string{"runtimeConfig.portMappings[0].range 7: host ports 65530-65536 pass 65535"}, ""},
-		{"range to other container ports", head + pm(`{"hostPort":8000,"containerPort":9000,"protocol":"tcp","range":3}`) + `}`,
+		{"range to other container ports", rhead + pm(`{"hostPort":8000,"containerPort":9000,"protocol":"tcp","range":3}`) + `}`,
 			[]string{"runtimeConfig.portMappings[0].containerPort 9000", "host ports 8000-8002 to container ports 9000-9002",
 				"shifted range", "not supported", "must equal hostPort 8000"}, ""},
-		{"ranges overlap", head + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10},`+
+		{"ranges overlap", rhead + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10},`+
 			`{"hostPort":80,"containerPort":80,"protocol":"tcp"},{"hostPort":8009,"containerPort":8009,"protocol":"tcp","range":2}`) + `}`,
 			[]string{"runtimeConfig.portMappings[2] (host ports 8009-8010/tcp): overlaps runtimeConfig.portMappings[0] (8000-8009/tcp)"}, ""},
-		{"range and single port overlap", head + pm(`{"hostPort":8005,"containerPort":80,"protocol":"tcp"},`+
+		{"range and single port overlap", rhead + pm(`{"hostPort":8005,"containerPort":80,"protocol":"tcp"},`+
 			`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10}`) + `}`,
 			[]string{"runtimeConfig.portMappings[1] (host ports 8000-8009/tcp): overlaps runtimeConfig.portMappings[0] (8005/tcp)"}, ""},
-		{"range every address and on ::", head + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10},`+
+		{"range every address and on ::", rhead + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10},`+
 			`{"hostPort":8005,"containerPort":8005,"protocol":"tcp","range":10,"hostIP":"::"}`) + `}`,
 			[]string{"runtimeConfig.portMappings[1] (host ports 8005-8014/tcp): overlaps runtimeConfig.portMappings[0]"}, ""},
-		{"ranges on 0.0.0.0 and ::", head + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10,"hostIP":"0.0.0.0"},`+
+		{"ranges on 0.0.0.0 and ::", rhead + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10,"hostIP":"0.0.0.0"},`+
 			`{"hostPort":8005,"containerPort":8005,"protocol":"tcp","range":10,"hostIP":"::"}`) + `}`, nil, ""},
-		{"ranges of other protocols or addresses", head + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10},`+
+		{"ranges of other protocols or addresses", rhead + pm(`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10},`+
 			`{"hostPort":8000,"containerPort":8000,"protocol":"udp","range":10},{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":10,"hostIP":"192.0.2.1"}`) + `}`, nil, ""},
+		{"range without allowPortRanges", head + pm(`{"hostPort":80,"containerPort":80,"protocol":"tcp"},{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":101}`) + `}`,
+			[]string{"runtimeConfig.portMappings[1].range 101: port ranges are not allowed on this network (allowPortRanges"}, ""},
+		{"range of one without allowPortRanges", head + pm(`{"hostPort":8000,"containerPort":80,"protocol":"tcp","range":1}`) + `}`, nil, ""},
+		{"limits from runtimeConfig are ignored", head + `,"runtimeConfig":{"allowPortRanges":true,"maxHostPorts":70000,"portMappings":[` +
+			`{"hostPort":1,"containerPort":1,"protocol":"udp","range":65535}]}}`,
+			[]string{"portMappings[0].range 65535: port ranges are not allowed", "65535 host ports, past maxHostPorts 32768"}, ""},
+		{"every port of the node by default", rhead + pm(`{"hostPort":1,"containerPort":1,"protocol":"udp","range":65535}`) + `}`,
+			[]string{"runtimeConfig.portMappings: 65535 host ports, past maxHostPorts 32768 (the network configuration's limit"}, ""},
+		{"past maxHostPorts", rhead + `,"maxHostPorts":100` + pm(`{"hostPort":80,"containerPort":80,"protocol":"tcp"},`+
+			`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":100}`) + `}`,
+			[]string{"runtimeConfig.portMappings: 101 host ports, past maxHostPorts 100"}, ""},
+		{"at maxHostPorts", rhead + `,"maxHostPorts":101` + pm(`{"hostPort":80,"containerPort":80,"protocol":"tcp"},`+
+			`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":100}`) + `}`, nil, ""},
+		{"maxHostPorts zero", head + `,"maxHostPorts":0}`, []string{"maxHostPorts 0: must be at least 1"}, ""},
 		{"explicit nftables", head + `,"backend":"nftables","markMasqBit":31}`, nil, firewall.KindNFTables},
 	}
 	for _, tc := range tests {

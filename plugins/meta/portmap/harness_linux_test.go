@@ -35,6 +35,8 @@ type pmCtr struct {
 	raw []byte // the ADD result as the plugins printed it
 }
 
+// newPMNet returns a network of bridge br on 10.<octet>.0.0/24 and
+// fd00:<octet>::/64 whose portmap allows port ranges.
 func newPMNet(t testing.TB, version, backend, br string, octet int) *pmNet {
 	t.Helper()
 	sandbox.Require(t)
@@ -45,7 +47,7 @@ func newPMNet(t testing.TB, version, backend, br string, octet int) *pmNet {
 	conf := fmt.Sprintf(`{"cniVersion":%q,"name":"pm-%s","plugins":[
 	  {"type":"bridge","bridge":%q,"isGateway":true,"isDefaultGateway":true,"hairpinMode":true,
 	   "ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.%d.0.0/24"}],[{"subnet":"fd00:%d::/64"}]]}},
-	  {"type":"portmap",%s"capabilities":{"portMappings":true}}]}`,
+	  {"type":"portmap",%s"allowPortRanges":true,"capabilities":{"portMappings":true}}]}`,
 		version, br, br, t.TempDir(), octet, octet, backendKey)
 	sandbox.RemoveLinkAtEnd(t, br)
 	return &pmNet{t: t, rt: sandbox.Runtime(t), list: sandbox.ConfList(t, conf)}

@@ -66,34 +66,64 @@ func (linuxHost) LocalnetOn(ip net.IP) bool {
 	return err == nil && v == "1"
 }
 
-// FlushUDP deletes UDP conntrack entries by original destination port,
-// over netlink: one dump of the table, each entry matched against every
-// span. Equivalent to: conntrack -D -p udp --orig-port-dst $port, per port
-// of each span
+// FlushUDP deletes the UDP conntrack entries of flows the mappings catch:
+// original destination port in a span, original destination the span's
+// host address or, for a span without one, an address of the node (the
+// DNAT rules match only traffic to the node itself). The node's own flows
+// to other machines keep their entries, whatever their ports. Over
+// netlink: one dump of the table, each entry matched against every span.
+// Equivalent to: conntrack -D -p udp -d $addr --orig-port-dst $port, per
+// port of each span and address of the node
 func (linuxHost) FlushUDP(v4 bool, spans []portSpan) error {
 	family := netlink.InetFamily(unix.AF_INET6)
 	if v4 {
 		family = unix.AF_INET
 	}
-	_, err := netlink.ConntrackDeleteFilters(netlink.ConntrackTable, family, udpDstFilter(spans))
+	addrs, err := netlink.AddrList(nil, int(family))
+	if err != nil {
+		return fmt.Errorf("addresses of the node: %w", err)
+	}
+	f := udpDstFilter{spans: spans}
+	for _, a := range addrs {
+		f.local = append(f.local, a.IP)
+	}
+	_, err = netlink.ConntrackDeleteFilters(netlink.ConntrackTable, family, f)
 	if errors.Is(err, unix.ENOENT) {
 		return nil
 	}
 	return err
 }
 
-// udpDstFilter matches UDP flows whose original destination port lies in
-// one of the spans (netlink.ConntrackFilter takes one port, so a range of
-// thousands would be thousands of filters, each tried on every entry).
-type udpDstFilter []portSpan
+// udpDstFilter matches UDP flows to a span's port on its host address or,
+// without one, on an address of the node (netlink.ConntrackFilter takes
+// one port, so a range of thousands would be thousands of filters, each
+// tried on every entry).
+type udpDstFilter struct {
+	spans []portSpan
+	local []net.IP // the node's addresses of the family
+}
 
+// MatchConntrackFlow reports whether the filter matches the flow.
 func (f udpDstFilter) MatchConntrackFlow(flow *netlink.ConntrackFlow) bool {
 	if flow.Forward.Protocol != unix.IPPROTO_UDP {
 		return false
 	}
-	p := int(flow.Forward.DstPort)
-	for _, s := range f {
-		if s.First <= p && p <= s.Last {
+	p, dst := int(flow.Forward.DstPort), flow.Forward.DstIP
+	for _, s := range f.spans {
+		if s.First <= p && p <= s.Last && f.catches(s, dst) {
+			return true
+		}
+	}
+	return false
+}
+
+// catches reports whether a span's mapping catches traffic to dst.
+func (f udpDstFilter) catches(s portSpan, dst net.IP) bool {
+	if s.Host != nil && !s.Host.IsUnspecified() {
+		return s.Host.Equal(dst)
+	}
+	for _, a := range f.local {
+		if a.Equal(dst) {
 			return true
 		}
 	}

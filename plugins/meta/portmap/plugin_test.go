@@ -25,6 +25,8 @@ type fakeHost struct {
 	localnet []string
 	flushed  []string
 	noRoute  bool // the node routes no container address
+	// localnetErr is what EnableLocalnet fails with, when not nil.
+	localnetErr error
 	// localnetOn is what LocalnetOn answers.
 	localnetOn bool
 }
@@ -32,6 +34,9 @@ type fakeHost struct {
 func (h *fakeHost) EnableLocalnet(ip net.IP, holder string) error {
 	if h.noRoute {
 		return fmt.Errorf("%w (%s)", errNoRoute, ip)
+	}
+	if h.localnetErr != nil {
+		return h.localnetErr
 	}
 	h.localnet = append(h.localnet, ip.String())
 	return nil
@@ -120,7 +125,7 @@ func TestAddRules(t *testing.T) {
 		{"conditions_ipt", `,"conditionsV4":["!","-s","192.0.2.0/24"]` + maps, []string{firewall.KindIPTables}},
 		{"markbit", `,"markMasqBit":5` + maps, []string{firewall.KindIPTables}},
 		{"external_mark", `,"externalSetMarkChain":"KUBE-MARK-MASQ"` + maps, []string{firewall.KindIPTables}},
-		{"ranges", `,"runtimeConfig":{"portMappings":[{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":101},` +
+		{"ranges", `,"allowPortRanges":true,"runtimeConfig":{"portMappings":[{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":101},` +
 			`{"hostPort":5000,"containerPort":5000,"protocol":"udp","range":10,"hostIP":"192.0.2.1"},{"hostPort":53,"containerPort":53,"protocol":"udp"}]}`,
 			[]string{firewall.KindNFTables, firewall.KindIPTables}},
 		{"static_runtimeconfig_v4only", `,"runtimeConfig":{"portMappings":[{"hostPort":9000,"containerPort":90,"protocol":"sctp","hostIP":"0.0.0.0"}]}`,
@@ -182,7 +187,7 @@ func TestVerbs(t *testing.T) {
 func TestRangeVerbs(t *testing.T) {
 	h := newHarness(firewall.KindNFTables)
 	h.fw.Conflicts = true
-	ranged := `,"runtimeConfig":{"portMappings":[{"hostPort":5000,"containerPort":5000,"protocol":"udp","range":10}]}`
+	ranged := `,"allowPortRanges":true,"runtimeConfig":{"portMappings":[{"hostPort":5000,"containerPort":5000,"protocol":"udp","range":10}]}`
 	if _, e := h.run(t, "ADD", conf(ranged)); e != nil {
 		t.Fatalf("ADD: %+v", e)
 	}
@@ -199,7 +204,7 @@ func TestRangeVerbs(t *testing.T) {
 	if _, e := h.run(t, "ADD", conf(inside), "CNI_CONTAINERID=ctr2"); e == nil || e.Code != types.CodeTryAgain {
 		t.Errorf("ADD of a port inside another attachment's range = %+v, want code 11", e)
 	}
-	shifted := `,"runtimeConfig":{"portMappings":[{"hostPort":8000,"containerPort":9000,"protocol":"tcp","range":3}]}`
+	shifted := `,"allowPortRanges":true,"runtimeConfig":{"portMappings":[{"hostPort":8000,"containerPort":9000,"protocol":"tcp","range":3}]}`
 	calls := len(h.fw.Calls())
 	if _, e := h.run(t, "ADD", conf(shifted), "CNI_CONTAINERID=ctr3"); e == nil || e.Code != types.CodeInvalidConfig ||
 		!strings.Contains(e.Msg, "host ports 8000-8002 to container ports 9000-9002 is a shifted range, which is not supported") {
@@ -327,7 +332,7 @@ func TestDescribeMappings(t *testing.T) {
 func TestUnknownMappingKeysWarned(t *testing.T) {
 	h := newHarness(firewall.KindNFTables)
 	logFile := filepath.Join(t.TempDir(), "calls.log")
-	c := conf(`,"logFile":"` + logFile + `","runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"},` +
+	c := conf(`,"logFile":"` + logFile + `","allowPortRanges":true,"runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"},` +
 		`{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":3,"count":3,"hostPortEnd":8002,"HostIP":"0.0.0.0"}]}`)
 	if _, err := h.run(t, "ADD", c); err != nil {
 		t.Fatalf("ADD: %v", err)
@@ -345,5 +350,53 @@ func TestUnknownMappingKeysWarned(t *testing.T) {
 	}
 	if strings.Contains(h.stderr, "portMappings[0]") {
 		t.Errorf("stderr names the mapping without unknown keys: %q", h.stderr)
+	}
+}
+
+// TestFailedAddLeavesNoRules: an ADD whose rules were written but whose
+// route_localnet failed fails with code 5 and removes the rules it wrote:
+// nothing of the attachment stays committed.
+func TestFailedAddLeavesNoRules(t *testing.T) {
+	for _, kind := range []string{firewall.KindNFTables, firewall.KindIPTables} {
+		t.Run(kind, func(t *testing.T) {
+			h := newHarness(kind)
+			h.host.localnetErr = errors.New("route_localnet: read-only file system")
+			if _, e := h.run(t, "ADD", conf(maps)); e == nil || e.Code != types.CodeIO {
+				t.Fatalf("ADD with route_localnet failing = %+v, want code 5", e)
+			}
+			if dump := h.fw.Dump(); strings.Contains(dump, "10.88.0.2") {
+				t.Errorf("the failed ADD left rules:\n%s", dump)
+			}
+		})
+	}
+}
+
+// TestPortLimits: ranges and the number of host ports are the operator's
+// (the network configuration's) to allow: a range without allowPortRanges,
+// or more host ports than maxHostPorts (default 32768), is refused with
+// code 7 naming the key and the limit, and the firewall is not called;
+// runtimeConfig, which pod authors may set, cannot raise either.
+func TestPortLimits(t *testing.T) {
+	every := `{"hostPort":1,"containerPort":1,"protocol":"udp","range":65535}`
+	for _, tc := range []struct{ name, extra, want string }{
+		{"range not allowed", `,"runtimeConfig":{"portMappings":[{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":3}]}`,
+			"runtimeConfig.portMappings[0].range 3: port ranges are not allowed on this network (allowPortRanges"},
+		{"every port of the node", `,"allowPortRanges":true,"runtimeConfig":{"portMappings":[` + every + `]}`,
+			"65535 host ports, past maxHostPorts 32768"},
+		{"limits from runtimeConfig", `,"runtimeConfig":{"allowPortRanges":true,"maxHostPorts":65535,"portMappings":[` + every + `]}`,
+			"allowPortRanges"},
+		{"the operator's limit", `,"allowPortRanges":true,"maxHostPorts":2,"runtimeConfig":{"portMappings":[` +
+			`{"hostPort":80,"containerPort":80,"protocol":"tcp"},{"hostPort":8000,"containerPort":8000,"protocol":"tcp","range":2}]}`,
+			"3 host ports, past maxHostPorts 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(firewall.KindNFTables)
+			if _, e := h.run(t, "ADD", conf(tc.extra)); e == nil || e.Code != types.CodeInvalidConfig || !strings.Contains(e.Msg, tc.want) {
+				t.Errorf("ADD = %+v, want code 7 naming %q", e, tc.want)
+			}
+			if calls := h.fw.Calls(); len(calls) > 0 {
+				t.Errorf("the refused ADD called the firewall: %q", calls)
+			}
+		})
 	}
 }

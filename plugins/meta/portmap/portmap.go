@@ -13,6 +13,7 @@ import (
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/sysctlkeep"
 	"cnisuite/pkg/types"
+	"cnisuite/pkg/undo"
 )
 
 // errNoRoute is EnableLocalnet's answer when the node has no route to the
@@ -31,13 +32,18 @@ type hostOps interface {
 	// LocalnetOn reports whether route_localnet is on for the interface
 	// routing to ip (true without such a route: nothing to put back).
 	LocalnetOn(ip net.IP) bool
-	// FlushUDP deletes the UDP conntrack entries whose original destination
-	// port lies in one of spans.
+	// FlushUDP deletes the UDP conntrack entries of the flows the spans
+	// catch: original destination port in a span, to its host address or,
+	// without one, to an address of the node.
 	FlushUDP(v4 bool, spans []portSpan) error
 }
 
-// portSpan is host ports First to Last of a mapping.
-type portSpan struct{ First, Last int }
+// portSpan is host ports First to Last of a mapping, on its Host address
+// (nil, or unspecified: every address of the node).
+type portSpan struct {
+	First, Last int
+	Host        net.IP
+}
 
 // String writes "5353", or "8000-8100" for a range.
 func (s portSpan) String() string {
@@ -101,9 +107,14 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 		a.Log.Debug("portMappings", describe(pm))
 	}
 	// The rules and route_localnet need nothing of each other: they are
-	// set at the same time. A failure of either fails the ADD, which then
-	// lets go of its route_localnet hold (the value stays, as after a DEL:
-	// other pods may need it).
+	// set at the same time. A failure of either, or of the record, fails
+	// the ADD, which then removes what it wrote of the rules (with their
+	// host port claims; iptables writes each family on its own, so one may
+	// be in place when the other failed) and lets go of its route_localnet
+	// hold (the value stays, as after a DEL: other pods may need it).
+	var u undo.Stack
+	u.Push("route_localnet hold", func() error { return p.host.ReleaseLocalnet(sysctlHolder(c, a)) })
+	u.Push("port mappings", func() error { return be.Remove(ctx, owner(c, a)) })
 	rules := func() error {
 		defer a.Log.Step("firewall")()
 		return be.Ensure(ctx, owner(c, a), firewall.Rules{PortMaps: pm})
@@ -114,13 +125,14 @@ func (p *plugin) Add(ctx context.Context, a *skel.CmdArgs) (*types.Result, error
 		}
 		return p.enableLocalnet(c, a, v4.IP)
 	}
-	if err := concurrent.First(concurrent.Run(rules, localnet)); err != nil {
-		if rerr := p.host.ReleaseLocalnet(sysctlHolder(c, a)); rerr != nil && a.Stderr != nil {
-			fmt.Fprintf(a.Stderr, "portmap: cleanup after failed ADD: %v\n", rerr)
-		}
-		return nil, err
+	err = concurrent.First(concurrent.Run(rules, localnet))
+	if err == nil {
+		err = p.writeRecord(c, a)
 	}
-	if err := p.writeRecord(c, a); err != nil {
+	if err != nil {
+		if uerr := u.Run(); uerr != nil && a.Stderr != nil {
+			fmt.Fprintf(a.Stderr, "portmap: cleanup after failed ADD: %v\n", uerr)
+		}
 		return nil, err
 	}
 	p.flushUDP(a, pm.Mappings, v4 != nil, v6 != nil)
@@ -162,7 +174,7 @@ func (p *plugin) flushUDP(a *skel.CmdArgs, ms []firewall.PortMapping, v4, v6 boo
 		var ports []portSpan
 		for _, m := range ms {
 			if m.Protocol == "udp" && (m.HostIP == nil || (m.HostIP.To4() != nil) == fam.v4) {
-				ports = append(ports, portSpan{m.HostPort, m.HostLast()})
+				ports = append(ports, portSpan{First: m.HostPort, Last: m.HostLast(), Host: m.HostIP})
 			}
 		}
 		if fam.on && len(ports) > 0 {

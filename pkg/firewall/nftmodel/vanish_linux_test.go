@@ -1,0 +1,40 @@
+package nftmodel
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestVanished: a transaction's ENOENT, and a listing's that
+// google/nftables formatted as text ("listing maps of ip
+// cnisuite_portmap: receiveAckAware: …"), are what vanished; other
+// errors are not, and are not retried.
+func TestVanished(t *testing.T) {
+	listing := errors.New("receiveAckAware: netlink receive: " + unix.ENOENT.Error())
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"transaction", fmt.Errorf("nftables transaction of 8 messages: %w", unix.ENOENT), true},
+		{"listing", fmt.Errorf("listing maps of ip cnisuite_portmap: %w", errnoOf(listing)), true},
+		{"busy", fmt.Errorf("nftables transaction of 8 messages: %w", unix.EBUSY), false},
+		{"other listing", errnoOf(errors.New("receiveAckAware: netlink receive: " + unix.EPERM.Error())), false},
+	} {
+		if got := Vanished(tc.err); got != tc.want {
+			t.Errorf("%s: Vanished(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+	tries := 0
+	err := RetryVanished(func() error { tries++; return unix.ENOENT })
+	if !errors.Is(err, unix.ENOENT) || tries != vanishTries {
+		t.Errorf("RetryVanished of a removal always vanishing = %v after %d tries, want ENOENT after %d", err, tries, vanishTries)
+	}
+	tries = 0
+	if err := RetryVanished(func() error { tries++; return unix.EPERM }); !errors.Is(err, unix.EPERM) || tries != 1 {
+		t.Errorf("RetryVanished of another error = %v after %d tries, want it at once", err, tries)
+	}
+}
