@@ -183,6 +183,6 @@ func stripCounters(s string) string {
 
 // kernelRoute matches the IPv6 routes the kernel adds and removes with a
 // link's carrier and address state.
-var kernelRoute = regexp.MustCompile(`^(local fe80::|fe80::/64 |multicast ff00::/8 )`)
+var kernelRoute = regexp.MustCompile(`^((local|anycast) fe80::|fe80::/64 |multicast ff00::/8 )`)
 
 var volatile = regexp.MustCompile(`\[\d+:\d+\]|counter packets \d+ bytes \d+|_timer +[\d.]+|NO-CARRIER,|,LOWER_UP|\bstate \w+|\blinkdown\b|\btentative\b`)

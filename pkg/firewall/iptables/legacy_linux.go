@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"os/exec"
 	"regexp"
@@ -185,9 +184,8 @@ func (l *legacy) removeFamily(ctx context.Context, o fwapi.Owner, t tools) error
 	if err == nil {
 		return nil
 	}
-	// A jump or the hairpin chain went missing behind our back, or the
-	// jumps carry an earlier version's tag: delete whatever jumps to the
-	// owner's chains.
+	// A jump or the hairpin chain went missing behind our back: delete
+	// whatever jumps to the owner's chains.
 	if slow := t.removeSlow(ctx, existing); slow != nil {
 		return errors.Join(err, slow)
 	}
@@ -260,18 +258,13 @@ func missingRule(cmd string, c natchain.Chain, have map[string]int) error {
 	return nil
 }
 
-// checkJump runs iptables -C for a jump, with the owner's tag and then with
-// the one an earlier version wrote (natchain.OldEntryTag).
+// checkJump runs iptables -C for a jump, with the owner's tag.
 func (t tools) checkJump(ctx context.Context, o fwapi.Owner, j natchain.Jump) error {
-	var errs []error
-	for _, tag := range slices.Compact([]string{natchain.EntryTag(o), natchain.OldEntryTag(o)}) {
-		r := slices.Clone(j.Rule)
-		r[slices.Index(r, "--comment")+1] = tag
-		out, err := exec.CommandContext(ctx, t.cmd, append([]string{"-w", "-t", "nat", "-C", j.Parent}, r...)...).CombinedOutput()
-		if err == nil {
-			return nil
-		}
-		errs = append(errs, fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out))))
+	r := slices.Clone(j.Rule)
+	r[slices.Index(r, "--comment")+1] = natchain.EntryTag(o)
+	out, err := exec.CommandContext(ctx, t.cmd, append([]string{"-w", "-t", "nat", "-C", j.Parent}, r...)...).CombinedOutput()
+	if err != nil {
+		return types.Errorf(fwapi.ErrMissing, "%s jump %q in %s: %w: %s", t.cmd, j.Rule.String(), j.Parent, err, strings.TrimSpace(string(out)))
 	}
-	return types.Errorf(fwapi.ErrMissing, "%s jump %q in %s: %w", t.cmd, j.Rule.String(), j.Parent, errors.Join(errs...))
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"cnisuite/pkg/firewall/fwapi"
-	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/test/fwtest"
 	"cnisuite/test/sandbox"
 )
@@ -69,38 +68,5 @@ func TestLongID(t *testing.T) {
 				})
 			})
 		}
-	}
-}
-
-// TestOldLongTag: the jumps of a pod attached by an earlier version, whose
-// 800-byte container ID iptables cut short in the tag, are found by Check
-// and removed by Remove, on both kinds of node.
-func TestOldLongTag(t *testing.T) {
-	sandbox.Require(t)
-	ctx := context.Background()
-	o := fwtest.PortOwner
-	o.ContainerID = strings.Repeat("c", 800)
-	r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6 = nil })
-	for _, kind := range nodeKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			fwtest.InNS(t, func() {
-				old := strings.ReplaceAll(natchain.EnsurePayload(o, natchain.Desired(o, r, true), nil),
-					natchain.Quote(natchain.EntryTag(o)), natchain.Quote("cnisuite "+o.String()))
-				restore := strings.TrimSuffix(kind.save, "-save") + "-restore"
-				if err := (tools{restore: restore}).restoreNoflush(ctx, old); err != nil {
-					t.Fatalf("writing the earlier version's rules: %v", err)
-				}
-				b := withWriter(kind.w())
-				if err := b.Check(ctx, o, r); err != nil {
-					t.Errorf("Check of the earlier version's rules: %v", err)
-				}
-				if err := b.Remove(ctx, o); err != nil {
-					t.Fatalf("Remove: %v", err)
-				}
-				if save := savedNAT(t, kind.save); strings.Contains(save, "CNIS-") {
-					t.Errorf("Remove left owner rules:\n%s", save)
-				}
-			})
-		})
 	}
 }

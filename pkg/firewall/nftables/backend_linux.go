@@ -2,7 +2,6 @@ package nftables
 
 import (
 	"context"
-	"errors"
 	"net"
 	"os/exec"
 	"strconv"
@@ -87,19 +86,13 @@ func remove(conn *netfilter.Conn, o fwapi.Owner, also func(*netfilter.Batch) err
 }
 
 // Check compares the owner's chains and elements with the rules r needs.
-// An attachment an earlier version wrote in the layout of legacy.go passes
-// as it is.
 func (b *Backend) Check(_ context.Context, o fwapi.Owner, r fwapi.Rules) error {
 	conn, err := netfilter.Dial()
 	if err != nil {
 		return types.Errorf(types.ErrIO, "%w", err)
 	}
 	defer conn.Close()
-	err = nftmodel.Check(conn, o, Chains(o, r))
-	if errors.Is(err, fwapi.ErrMissing) && nftmodel.Check(conn, o, chains(o, r, true)) == nil {
-		return nil
-	}
-	return err
+	return nftmodel.Check(conn, o, Chains(o, r))
 }
 
 // GC removes the network's owner chains whose owner is not kept.
@@ -113,7 +106,7 @@ func (b *Backend) GC(_ context.Context, plugin, network string, keep []fwapi.Own
 }
 
 // portMaps are the maps keyed by host port: data maps, and the verdict
-// maps of legacy.go.
+// maps of the chains of port mappings with user conditions (legacy.go).
 var portMaps = map[string]bool{
 	"port_dnat": true, "hostip_dnat": true, "range_dnat": true, "hostip_range_dnat": true,
 	"ports": true, "hostip_ports": true, "port_ranges": true, "hostip_port_ranges": true,

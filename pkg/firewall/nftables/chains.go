@@ -17,12 +17,6 @@ import (
 // conditions, which no fixed rule can hold, keep a chain of rules per owner
 // behind verdict maps (legacy.go), as spoof checks and isolation do.
 func Chains(o fwapi.Owner, r fwapi.Rules) []nftmodel.Chain {
-	return chains(o, r, false)
-}
-
-// chains is Chains, or with legacy the layout of every owner before the
-// data maps: what attachments made by an earlier version still hold.
-func chains(o fwapi.Owner, r fwapi.Rules, legacy bool) []nftmodel.Chain {
 	var out []nftmodel.Chain
 	add := func(c nftmodel.Chain) {
 		if len(c.Rules) > 0 {
@@ -30,10 +24,6 @@ func chains(o fwapi.Owner, r fwapi.Rules, legacy bool) []nftmodel.Chain {
 		}
 	}
 	for _, v4 := range []bool{true, false} {
-		if legacy {
-			add(legacyMasqChain(o, r.Masq, v4))
-			continue
-		}
 		for _, c := range masqChains(o, r.Masq, v4) {
 			add(c)
 		}
@@ -43,7 +33,7 @@ func chains(o fwapi.Owner, r fwapi.Rules, legacy bool) []nftmodel.Chain {
 			cip, conds := pm.Family(v4)
 			switch {
 			case cip == nil:
-			case legacy || len(conds) > 0:
+			case len(conds) > 0:
 				add(dnatChain(o, pm, v4))
 				add(hairpinChain(o, pm, v4))
 			default:

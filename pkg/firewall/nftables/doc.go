@@ -24,9 +24,7 @@
 // Port mappings with user conditions, spoof checks and isolation keep a
 // chain of rules per owner, dispatched to by verdict maps keyed by what a
 // packet carries (source address; destination address, protocol and
-// port; interface), as every owner had before the data maps (legacy.go:
-// attachments an earlier version made still pass CHECK, and move to the
-// data maps at their next Ensure). A key held by another owner (the same
+// port; interface) (legacy.go). A key held by another owner (the same
 // host port, source address or interface) makes Ensure fail with
 // fwapi.ErrConflict.
 //

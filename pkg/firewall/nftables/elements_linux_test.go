@@ -224,3 +224,10 @@ func TestElementsRepaired(t *testing.T) {
 		fwtest.AssertNoOwnerRules(t)
 	})
 }
+
+// nextIP is the address after ip (its last byte plus one).
+func nextIP(ip net.IP) net.IP {
+	out := append(net.IP{}, ip...)
+	out[len(out)-1]++
+	return out
+}

@@ -10,41 +10,10 @@ import (
 	"cnisuite/pkg/firewall/nftrule"
 )
 
-// The layout of owner chains behind verdict maps: a chain of rules per
-// owner, jumped to from the skeleton through an element keyed by what a
-// packet carries. Port mappings with user conditions still take it (no
-// fixed rule can hold the conditions); masquerade and other port mappings
-// took it before the data maps, and CHECK accepts an attachment an earlier
-// version wrote this way (its next ADD or repair moves it to the data
-// maps: the ledger chain has the same name).
-
-// legacyMasqChain masquerades each container address of one family with
-// one rule per address.
-func legacyMasqChain(o fwapi.Owner, ms []fwapi.Masq, v4 bool) nftmodel.Chain {
-	_, table, _ := familyWords(v4)
-	multicast := "ff00::/8"
-	if v4 {
-		multicast = "224.0.0.0/4"
-	}
-	_, mcast, _ := net.ParseCIDR(multicast)
-	c := nftmodel.Chain{Table: table, Name: nftmodel.ChainName(nftmodel.PrefixMasq, o)}
-	for _, m := range ms {
-		if fwapi.IsV4(m.Addr.IP) != v4 {
-			continue
-		}
-		host := fwapi.HostNet(m.Addr.IP).IP
-		verdict := nftrule.Masquerade
-		if m.Source != nil {
-			verdict = nftrule.SNATTo(v4, m.Source)
-		}
-		c.Rules = append(c.Rules, nftmodel.Build(&nftmodel.Elem{Set: "sources", Key: host.String()},
-			nftrule.Addr(v4, "saddr", host, false),
-			nftrule.Prefix(v4, "daddr", fwapi.SubnetOf(&m.Addr), true),
-			nftrule.Prefix(v4, "daddr", mcast, true),
-			verdict))
-	}
-	return c
-}
+// The layout of owner chains behind verdict maps, for port mappings with
+// user conditions, which no fixed rule of the skeleton can hold: a chain
+// of rules per owner, jumped to from the skeleton through an element keyed
+// by what a packet carries.
 
 // dnatChain holds one DNAT rule per mapping of the family. A range is one
 // rule, dispatched to by one interval element, and keeps each port as it

@@ -81,8 +81,6 @@ func skeleton(t nftmodel.Table) nftmodel.Skeleton {
 // masqueraded, one in snat_to gets the source it maps to, unless the
 // packet goes to multicast or stays within a subnet (masq_nets: source and
 // destination both in one of its prefixes).
-// The verdict map sources leads to the chains of attachments made before
-// the data maps (legacy.go).
 func masqSkeleton(t nftmodel.Table, v4 bool) nftmodel.Skeleton {
 	multicast := "ff00::/8"
 	if v4 {
@@ -91,11 +89,10 @@ func masqSkeleton(t nftmodel.Table, v4 bool) nftmodel.Skeleton {
 	_, mcast, _ := net.ParseCIDR(multicast)
 	saddr := nftrule.ConcatKey(v4, false, nftrule.FieldSaddr)
 	return nftmodel.Skeleton{Table: t,
-		Maps: []nftmodel.Map{nftmodel.Maps["sources"], nftmodel.Maps["masq_nets"], nftmodel.Maps["masq"], nftmodel.Maps["snat_to"]},
+		Maps: []nftmodel.Map{nftmodel.Maps["masq_nets"], nftmodel.Maps["masq"], nftmodel.Maps["snat_to"]},
 		Chains: []nftmodel.Base{{
 			Name: "postrouting", Hook: nftmodel.HookSrcNAT,
 			Rules: []nftmodel.Rule{
-				nftmodel.Build(nil, nftrule.VmapKey(saddr, "sources")),
 				nftmodel.Build(nil, nftrule.Prefix(v4, "daddr", mcast, false), nftrule.Return),
 				nftmodel.Build(nil, nftrule.InNamed(nftrule.ConcatKey(v4, true, nftrule.FieldSaddr, nftrule.FieldDaddr), "masq_nets"), nftrule.Return),
 				nftmodel.Build(nil, nftrule.InNamed(saddr, "masq"), nftrule.Masquerade),
@@ -113,8 +110,8 @@ func masqSkeleton(t nftmodel.Table, v4 bool) nftmodel.Skeleton {
 // and it comes from the same subnet (hairpin_nets) or, for IPv4, from
 // 127.0.0.1; for a range of ports, when they are in hairpin_masq with a
 // prefix holding its source. The verdict
-// maps lead to the chains of attachments with user conditions, or made
-// before the data maps (legacy.go).
+// maps lead to the chains of attachments with user conditions
+// (legacy.go).
 func portSkeleton(t nftmodel.Table, v4 bool) nftmodel.Skeleton {
 	s := dispatchSkeleton(t, v4, [3]string{"hostip_ports", "ports", "hairpins"},
 		[4]string{"prerouting", "output", "hostports", "masquerading"})

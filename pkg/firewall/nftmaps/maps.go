@@ -52,7 +52,6 @@ func (m Map) Verdict() bool { return !m.IsSet && m.Data == nil }
 // Maps are the maps of our tables, by name: removing an owner chain
 // encodes the keys of its elements whatever table it is in.
 var Maps = map[string]Map{
-	"sources":      {Name: "sources", Fields: []string{"addr"}},
 	"ports":        {Name: "ports", Fields: []string{"proto", "service"}},
 	"hostip_ports": {Name: "hostip_ports", Fields: []string{"addr", "proto", "service"}},
 	"hairpins":     {Name: "hairpins", Fields: []string{"addr", "proto", "service"}},

@@ -23,7 +23,7 @@ func TestElemKeys(t *testing.T) {
 		el             nftmaps.Elem
 		key, end, data string
 	}{
-		{masq4, nftmaps.Elem{Set: "sources", Key: "10.88.0.2"}, "0a580002", "", ""},
+		{masq4, nftmaps.Elem{Set: "masq", Key: "10.88.0.2"}, "0a580002", "", ""},
 		{port4, nftmaps.Elem{Set: "ports", Key: "tcp . 8080"}, "06000000" + "1f900000", "", ""},
 		{port4, nftmaps.Elem{Set: "hostip_ports", Key: "192.0.2.10 . udp . 53"}, "c000020a" + "11000000" + "00350000", "", ""},
 		{port6, nftmaps.Elem{Set: "hairpins", Key: "fd00::2 . sctp . 80"}, "fd000000000000000000000000000002" + "84000000" + "00500000", "", ""},

@@ -96,11 +96,3 @@ func EntryTag(o fwapi.Owner) string {
 	}
 	return head + s[:n]
 }
-
-// OldEntryTag is the comment the jumps of an owner got from versions
-// before EntryTag was bounded: "cnisuite " and the owner, cut after 255
-// bytes by iptables (longer IDs failed to write). Check still finds them.
-func OldEntryTag(o fwapi.Owner) string {
-	tag := "cnisuite " + o.String()
-	return tag[:min(len(tag), maxComment)]
-}

@@ -39,7 +39,7 @@ func TestRuleParts(t *testing.T) {
 
 func TestEntryTag(t *testing.T) {
 	short := fwapi.Owner{Plugin: "portmap", Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
-	if got := EntryTag(short); got != "cnisuite portmap/net1/ctr1/eth0" || OldEntryTag(short) != got {
+	if got := EntryTag(short); got != "cnisuite portmap/net1/ctr1/eth0" {
 		t.Errorf("EntryTag(short owner) = %q, want the owner as it is", got)
 	}
 	long, twin := short, short
@@ -51,9 +51,6 @@ func TestEntryTag(t *testing.T) {
 	}
 	if EntryTag(twin) == tag {
 		t.Error("two owners whose IDs differ after 255 bytes share a tag")
-	}
-	if old := OldEntryTag(long); len(old) != 255 || old == tag {
-		t.Errorf("OldEntryTag = %d bytes, want the earlier tag cut at 255", len(old))
 	}
 }
 
