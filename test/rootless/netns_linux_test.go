@@ -18,8 +18,19 @@ import (
 // node of the rootless runtime), as runRootless does.
 func runScript(t *testing.T, script, conf string, env ...string) string {
 	t.Helper()
-	cmd := exec.Command("setpriv", "--reuid="+nobody, "--regid="+nobody, "--clear-groups", "--",
-		"unshare", "--user", "--map-root-user", "--net", "--", "sh", "-c", script)
+	stdout, stderr := runUnshared(t, []string{"--net"}, script, conf, env...)
+	t.Logf("stderr of the script: %s", stderr)
+	return stdout
+}
+
+// runUnshared runs a shell script as nobody made uid 0 of a new user
+// namespace, in the new namespaces flags name (unshare's options), as
+// runScript describes, and returns its stdout and stderr.
+func runUnshared(t *testing.T, flags []string, script, conf string, env ...string) (string, string) {
+	t.Helper()
+	args := append([]string{"--reuid=" + nobody, "--regid=" + nobody, "--clear-groups", "--",
+		"unshare", "--user", "--map-root-user"}, flags...)
+	cmd := exec.Command("setpriv", append(args, "--", "sh", "-c", script)...)
 	cmd.Env = append([]string{"BIN=" + sandbox.Bin(t), "CONF=" + conf, "CNI_CONTAINERID=rootless-1", "CNI_IFNAME=eth0",
 		"CNI_PATH=" + sandbox.Bin(t), "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
 	var stdout, stderr bytes.Buffer
@@ -27,8 +38,7 @@ func runScript(t *testing.T, script, conf string, env ...string) string {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("script as nobody: %v\nstdout %s\nstderr %s", err, stdout.String(), stderr.String())
 	}
-	t.Logf("stderr of the script: %s", stderr.String())
-	return stdout.String()
+	return stdout.String(), stderr.String()
 }
 
 // section returns what the script printed after "@@name" up to the next
