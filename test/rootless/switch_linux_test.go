@@ -274,24 +274,9 @@ func (n *switchNode) leftovers(c *ctr) []string {
 // holding one of allowed.
 func (n *switchNode) requireClean(c *ctr, allowed ...string) {
 	n.t.Helper()
-	var left []string
-	for _, l := range n.leftovers(c) {
-		if !containsAny(l, allowed) {
-			left = append(left, l)
-		}
-	}
-	if len(left) > 0 {
+	if left := sandbox.Without(n.leftovers(c), allowed...); len(left) > 0 {
 		n.t.Errorf("%s (%s) left after its DEL:\n%s", c.rc.ContainerID, c.ip, strings.Join(left, "\n"))
 	}
-}
-
-func containsAny(s string, subs []string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }
 
 // requireRuntimeDirClean fails when anything of ours is in the user's

@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"cnisuite/test/sandbox"
+)
+
+// The throwaway user rootless podman runs as: it exists only in the
+// node's mount namespace (private copies of /etc/passwd, /etc/group,
+// /etc/subuid and /etc/subgid are bound there), with subordinate ids
+// from rootlessSubID.
+const (
+	rootlessName  = "cnirl"
+	rootlessUID   = 64044
+	rootlessSubID = 200000
+)
+
+// rootlessConflist is the network the rootless containers join: no
+// dataDir, so the leases go where the runtime lets them.
+const rootlessConflist = `{"cniVersion":"1.0.0","name":"rl","plugins":[
+ {"type":"bridge","bridge":"cni-rl0","isGateway":true,"ipMasq":true,"hairpinMode":true,
+  "ipam":{"type":"host-local","ranges":[[{"subnet":"10.89.0.0/24","gateway":"10.89.0.1"}]],"routes":[{"dst":"0.0.0.0/0"}]}},
+ {"type":"portmap","capabilities":{"portMappings":true}},
+ {"type":"tuning","sysctl":{"net.ipv4.conf.IFNAME.arp_notify":"1"}}]}`
+
+// rootlessContainersConf is the user's containers.conf: the CNI backend
+// with its plugins in bin, the containers on a bridge (rootless podman
+// defaults to slirp4netns, no CNI at all), cgroupfs on cgroup v1.
+const rootlessContainersConf = `[containers]
+netns = "bridge"
+default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+[network]
+network_backend = "cni"
+cni_plugin_dirs = [%q]
+`
+
+// rootlessPodman is rootless podman on a node: the user's home, runtime
+// directory and rootfs, and the plugin directory its configuration names,
+// whose binaries the test switches as a package upgrade or a rollback does.
+type rootlessPodman struct {
+	n                 *node
+	home, xdg, rootfs string
+	bin               string
+}
+
+// TestRootlessPodman runs Debian's podman rootless, CNI backend, as a
+// throwaway user, and switches the plugins under running containers as an
+// upgrade and a rollback do: the reference's web1 running, ours give web3
+// (served on 127.0.0.1:8080) another address, and our DEL of web1 leaves
+// nothing; then back to the reference with web3 running, web4 gets another
+// address, the reference's DEL of web3 and cnisuite gc (in podman's
+// rootless network namespace) leave nothing of it and keep web4; once
+// podman tore its rootless namespace down, nothing of ours is in
+// $XDG_RUNTIME_DIR. Before (a7c1d57), ours gave web3 web1's address.
+func TestRootlessPodman(t *testing.T) {
+	n := newNode(t)
+	needTools(t, "podman", "runc", "conmon", "curl", "slirp4netns", "newuidmap", "setpriv")
+	p := newRootlessPodman(n)
+	ref := sandbox.ReferencePlugins(t, "")
+
+	p.switchTo(ref)
+	web1, ip1 := p.run("web1", 8081)
+	p.switchTo(pluginDir(t))
+	web3, ip3 := p.run("web3", 8080)
+	if ip3 == ip1 {
+		t.Fatalf("after the switch to ours, web3 got %s, which web1 holds from the reference", ip3)
+	}
+	// The leases are where the reference keeps them, in what podman binds
+	// over /var/lib/cni: what requireClean looks at.
+	for _, ip := range []string{ip1, ip3} {
+		if _, err := os.Stat(p.netnsDir("var/lib/cni/networks/rl/" + ip)); err != nil {
+			t.Errorf("lease of %s not in podman's /var/lib/cni: %v", ip, err)
+		}
+	}
+	n.fetch("http://127.0.0.1:8080/")
+	p.must("rm", "-f", "-t", "0", web1)
+	p.requireClean(web1, ip1, true)
+
+	p.switchTo(ref)
+	web4, ip4 := p.run("web4", 8082)
+	if ip4 == ip3 {
+		t.Fatalf("after the switch back, web4 got %s, which web3 holds from ours", ip4)
+	}
+	p.must("rm", "-f", "-t", "0", web3)
+	t.Logf("left after the reference's DEL of web3, for cnisuite gc:\n  %s", strings.Join(p.leftovers(web3, ip3, true), "\n  "))
+	t.Logf("cnisuite gc: %s", p.must("unshare", "--rootless-netns", "/opt/cni/bin/cnisuite-gc", "-bindir", "/opt/cni/bin",
+		"-confdir", p.home+"/.config/cni/net.d", "-cachedir", "/var/lib/cni"))
+	// Our index may still name web3 after the gc: the reference does not
+	// know it, and it is never trusted once the reference changed the
+	// directory (host-local's README, The index).
+	p.requireClean(web3, ip3, true, "/.host-local-index2/")
+	n.fetch("http://127.0.0.1:8082/")
+	p.must("rm", "-f", "-t", "0", web4)
+	p.requireClean(web4, ip4, false, "/.host-local-index2/")
+	p.requireRuntimeDirClean()
+	if _, err := os.Stat(p.netnsDir("")); !os.IsNotExist(err) {
+		t.Logf("podman kept its rootless network namespace's directory: %v", err)
+	}
+}
+
+// newRootlessPodman makes the throwaway user in the node's mount namespace,
+// a 0666 /dev/net/tun there (slirp4netns opens it as the user; the
+// machine's own node is left as it is), the user's configuration and a
+// busybox root filesystem the user owns.
+func newRootlessPodman(n *node) *rootlessPodman {
+	n.t.Helper()
+	p := &rootlessPodman{n: n, home: "/var/lib/containers/" + rootlessName,
+		xdg: fmt.Sprintf("/run/user/%d", rootlessUID), bin: "/opt/cni/rootless-bin"}
+	p.rootfs = p.home + "/rootfs"
+	p.bindUser()
+	n.must("mknod", "-m", "0666", "/run/cnisuite-e2e-tun", "c", "10", "200")
+	n.must("mount", "--bind", "/run/cnisuite-e2e-tun", "/dev/net/tun")
+	files := map[string]string{
+		"/.config/containers/containers.conf": fmt.Sprintf(rootlessContainersConf, p.bin),
+		"/.config/containers/storage.conf":    "[storage]\ndriver = \"vfs\"\n",
+		"/.config/containers/policy.json":     `{"default": [{"type": "insecureAcceptAnything"}]}`,
+		"/.config/cni/net.d/rl.conflist":      rootlessConflist,
+	}
+	for name, content := range files {
+		n.writeFile(p.home+name, []byte(content))
+	}
+	n.must("cp", "-a", busyboxRootfs(n.t), p.rootfs)
+	n.must("mkdir", "-p", "-m", "0700", p.xdg)
+	n.must("mkdir", "-p", "-m", "0755", p.bin)
+	n.must("chown", "-R", fmt.Sprintf("%d:%d", rootlessUID, rootlessUID), p.home, p.xdg)
+	n.t.Cleanup(p.teardown)
+	return p
+}
+
+// bindUser binds copies of the account files with the user added over
+// the node's (only in its mount namespace).
+func (p *rootlessPodman) bindUser() {
+	extra := map[string]string{
+		"passwd": fmt.Sprintf("%s:x:%d:%d::%s:/bin/sh\n", rootlessName, rootlessUID, rootlessUID, p.home),
+		"group":  fmt.Sprintf("%s:x:%d:\n", rootlessName, rootlessUID),
+		"subuid": fmt.Sprintf("%s:%d:65536\n", rootlessName, rootlessSubID),
+		"subgid": fmt.Sprintf("%s:%d:65536\n", rootlessName, rootlessSubID),
+	}
+	for name, line := range extra {
+		old, err := os.ReadFile(p.n.path("/etc/" + name))
+		if err != nil && !os.IsNotExist(err) {
+			p.n.t.Fatal(err)
+		}
+		copyPath := "/run/cnisuite-e2e-" + name
+		p.n.writeFile(copyPath, append(old, line...))
+		if _, err := os.Stat(p.n.path("/etc/" + name)); os.IsNotExist(err) {
+			p.n.t.Skipf("/etc/%s does not exist: nothing to bind the copy over", name)
+		}
+		p.n.must("mount", "--bind", copyPath, "/etc/"+name)
+	}
+}
+
+// switchTo puts the plugins of dir in podman's plugin directory, each
+// replaced at once (a new file renamed over the old), as a package does.
+func (p *rootlessPodman) switchTo(dir string) {
+	p.n.t.Helper()
+	for _, name := range plugins {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			p.n.t.Fatal(err)
+		}
+		tmp := p.n.path(filepath.Join(p.bin, "."+name+".new"))
+		if err := os.WriteFile(tmp, data, 0o755); err != nil {
+			p.n.t.Fatal(err)
+		}
+		if err := os.Rename(tmp, p.n.path(filepath.Join(p.bin, name))); err != nil {
+			p.n.t.Fatal(err)
+		}
+	}
+	p.n.t.Logf("podman's plugins are now those of %s", dir)
+}
+
+// podman runs podman as the user, with the environment a login gives.
+func (p *rootlessPodman) podman(args ...string) (string, error) {
+	full := append([]string{"--reuid=" + strconv.Itoa(rootlessUID), "--regid=" + strconv.Itoa(rootlessUID), "--init-groups", "--",
+		"env", "-i", "HOME=" + p.home, "USER=" + rootlessName, "XDG_RUNTIME_DIR=" + p.xdg,
+		"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "podman"}, args...)
+	return p.n.run(2*time.Minute, "setpriv", full...)
+}
+
+func (p *rootlessPodman) must(args ...string) string {
+	p.n.t.Helper()
+	out, err := p.podman(args...)
+	if err != nil {
+		p.n.t.Fatal(err)
+	}
+	return out
+}
+
+// run starts a busybox httpd on network rl with hostPort → 80 and returns
+// its full ID and address.
+func (p *rootlessPodman) run(name string, hostPort int) (id, ip string) {
+	p.n.t.Helper()
+	id = lastLine(p.must("run", "-d", "--name", name, "--network", "rl", "-p", fmt.Sprintf("%d:80", hostPort),
+		"--rootfs", p.rootfs, "/bin/httpd", "-f", "-p", "80", "-h", "/www"))
+	ip = lastLine(p.must("inspect", "--format", `{{(index .NetworkSettings.Networks "rl").IPAddress}}`, name))
+	p.n.t.Logf("%s: %s", name, ip)
+	return id, ip
+}
+
+// lastLine is the last line of out: podman's answer after its warnings
+// (rootless, "/" is not a shared mount here).
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// netnsDir is where podman keeps what it binds over /var/lib/cni and /run
+// in its rootless network namespace, seen from the test.
+func (p *rootlessPodman) netnsDir(sub string) string {
+	return p.n.path(filepath.Join(p.xdg, "libpod/tmp/rootless-netns", sub))
+}
+
+// leftovers lists the state files of the plugins (in the directories
+// podman binds in its rootless network namespace) and, withRules, the
+// rules there that name the container or its address.
+func (p *rootlessPodman) leftovers(id, ip string, withRules bool) []string {
+	found := sandbox.StateFiles([]string{p.netnsDir("var/lib/cni"), p.netnsDir("run/cni"), p.netnsDir("run/cnisuite")}, id, ip)
+	if withRules {
+		found = append(found, sandbox.RulesNaming(func(script string) (string, error) {
+			return p.podman("unshare", "--rootless-netns", "sh", "-c", script)
+		}, id, ip)...)
+	}
+	return found
+}
+
+// requireClean fails with the lease, state files and (while the rootless
+// network namespace lives: withRules) rules naming the container, but
+// for files whose path holds one of allowed.
+func (p *rootlessPodman) requireClean(id, ip string, withRules bool, allowed ...string) {
+	p.n.t.Helper()
+	// libcni's result cache is podman's.
+	if left := sandbox.Without(p.leftovers(id, ip, withRules), append(allowed, "/var/lib/cni/results/")...); len(left) > 0 {
+		p.n.t.Errorf("container %.12s (%s) left after its removal:\n  %s", id, ip, strings.Join(left, "\n  "))
+	}
+}
+
+// requireRuntimeDirClean fails when the user's runtime directory holds
+// state of ours once podman removed its rootless network namespace.
+func (p *rootlessPodman) requireRuntimeDirClean() {
+	p.n.t.Helper()
+	root := p.n.path(p.xdg)
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil // gone mid-walk
+		}
+		rel := strings.TrimPrefix(path, root)
+		for _, ours := range []string{"/cni", ".host-local", "last_reserved_ip", "bridge-locks", "cnisuite"} {
+			if strings.Contains(rel, ours) {
+				p.n.t.Errorf("left in $XDG_RUNTIME_DIR after podman's teardown: %s", rel)
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+}
+
+// teardown removes the containers and ends every process of the user and
+// of its subordinate ids (conmon, slirp4netns, rootlessport, the pause
+// process, the containers), each by its pid: they all descend from this
+// test's podman commands.
+func (p *rootlessPodman) teardown() {
+	_, _ = p.podman("rm", "-a", "-f", "-t", "0") // after a failure only; what it cannot do the kills below do
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat("/proc/"+e.Name(), &st) != nil {
+			continue
+		}
+		ours := st.Uid == rootlessUID || (st.Uid >= rootlessSubID && st.Uid < rootlessSubID+65536)
+		if ours && !zombie(pid) {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				p.n.t.Logf("killed process %d (%s) of the rootless user", pid, comm(pid))
+			}
+		}
+	}
+}
+
+// zombie reports whether process pid has exited and waits for its parent
+// to reap it: killing it again does nothing.
+func zombie(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // gone
+	}
+	_, rest, ok := strings.Cut(string(stat), ") ")
+	return ok && strings.HasPrefix(rest, "Z")
+}
