@@ -55,7 +55,8 @@ const bridgeConf = `{"cniVersion":"1.1.0","name":"rootless-br","type":"bridge","
 // bridge and host-local run rootless in the runtime's own namespaces, as
 // rootless podman runs its CNI plugins: ADD gives the container eth0 with
 // its address, DEL removes it, releases the lease and removes the empty
-// bridge (removeEmptyBridge: its lock under $XDG_RUNTIME_DIR/cni). Before, ADD failed
+// bridge (removeEmptyBridge: its lock under $XDG_RUNTIME_DIR/cni, as no
+// bind made /run writable). Before, ADD failed
 // with code 5 "isGateway: sysctl holds: mkdir /run/cnisuite: permission
 // denied": the node's sysctl keeper is not the rootless runtime's (its
 // `sysctl --system` never touches the runtime's namespace).
