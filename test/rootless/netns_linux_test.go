@@ -154,3 +154,31 @@ func TestPortmapRootless(t *testing.T) {
 		t.Errorf("DEL left DNAT elements:\n%s", out)
 	}
 }
+
+// bridge with ipMasq and no backend key in a network namespace made
+// together with its user namespace, as RootlessKit makes its child's
+// without --detach-netns (containerd-rootless.sh of nerdctl 1.7): the
+// namespace's /proc/net files stay the real root's, so iptables-legacy's
+// table list cannot be read, and ADD still writes the masquerade and DEL
+// removes it. Before, ADD failed with "reading the node's firewall: open
+// /proc/thread-self/net/ip_tables_names: permission denied".
+func TestBridgeRootlessNetnsMadeWithUserns(t *testing.T) {
+	sandbox.Require(t)
+	conf := strings.Replace(bridgeConf, `"removeEmptyBridge":true,`, "", 1)
+	out := runScript(t, `
+		unshare --net -- sleep 60 & ctr=$!
+		export CNI_NETNS=/proc/$ctr/ns/net
+		for i in $(seq 100); do [ "$(readlink $CNI_NETNS)" != "$(readlink /proc/self/ns/net)" ] && break; sleep 0.05; done
+		printf %s "$CONF" | CNI_COMMAND=ADD "$BIN/bridge"; rc=$?; echo; echo "@@add $rc"
+		echo @@masq; nft list ruleset | grep -c "10.89.0.2"
+		printf %s "$CONF" | CNI_COMMAND=DEL "$BIN/bridge"; echo "@@del $?"
+		echo @@after; nft list ruleset | grep -c "10.89.0.2"
+		kill $ctr
+		echo @@end`, conf, "XDG_RUNTIME_DIR="+userRuntimeDir(t))
+	if !strings.Contains(out, "@@add 0") || strings.TrimSpace(section(out, "masq")) == "0" {
+		t.Fatalf("ADD with ipMasq in a network namespace made with its user namespace:\n%s", out)
+	}
+	if !strings.Contains(out, "@@del 0") || strings.TrimSpace(section(out, "after")) != "0" {
+		t.Errorf("DEL failed or left rules:\n%s", out)
+	}
+}
