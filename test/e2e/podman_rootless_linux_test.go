@@ -4,23 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"cnisuite/test/sandbox"
-)
-
-// The throwaway user rootless podman runs as: it exists only in the
-// node's mount namespace (private copies of /etc/passwd, /etc/group,
-// /etc/subuid and /etc/subgid are bound there), with subordinate ids
-// from rootlessSubID.
-const (
-	rootlessName  = "cnirl"
-	rootlessUID   = 64044
-	rootlessSubID = 200000
 )
 
 // rootlessConflist is the network the rootless containers join: no
@@ -50,9 +38,8 @@ cni_plugin_dirs = [%q]
 // directory and rootfs, and the plugin directory its configuration names,
 // whose binaries the test switches as a package upgrade or a rollback does.
 type rootlessPodman struct {
-	n                 *node
-	home, xdg, rootfs string
-	bin               string
+	*rootlessUser
+	rootfs, bin string
 }
 
 // TestRootlessPodman runs Debian's podman rootless, CNI backend, as a
@@ -70,9 +57,9 @@ func TestRootlessPodman(t *testing.T) {
 	p := newRootlessPodman(n)
 	ref := sandbox.ReferencePlugins(t, "")
 
-	p.switchTo(ref)
+	p.switchTo(p.bin, ref)
 	web1, ip1 := p.run("web1", 8081)
-	p.switchTo(pluginDir(t))
+	p.switchTo(p.bin, pluginDir(t))
 	web3, ip3 := p.run("web3", 8080)
 	if ip3 == ip1 {
 		t.Fatalf("after the switch to ours, web3 got %s, which web1 holds from the reference", ip3)
@@ -88,7 +75,7 @@ func TestRootlessPodman(t *testing.T) {
 	p.must("rm", "-f", "-t", "0", web1)
 	p.requireClean(web1, ip1, true)
 
-	p.switchTo(ref)
+	p.switchTo(p.bin, ref)
 	web4, ip4 := p.run("web4", 8082)
 	if ip4 == ip3 {
 		t.Fatalf("after the switch back, web4 got %s, which web3 holds from ours", ip4)
@@ -110,84 +97,28 @@ func TestRootlessPodman(t *testing.T) {
 	}
 }
 
-// newRootlessPodman makes the throwaway user in the node's mount namespace,
-// a 0666 /dev/net/tun there (slirp4netns opens it as the user; the
-// machine's own node is left as it is), the user's configuration and a
-// busybox root filesystem the user owns.
+// newRootlessPodman makes the throwaway user, its podman configuration
+// and a busybox root filesystem it owns.
 func newRootlessPodman(n *node) *rootlessPodman {
 	n.t.Helper()
-	p := &rootlessPodman{n: n, home: "/var/lib/containers/" + rootlessName,
-		xdg: fmt.Sprintf("/run/user/%d", rootlessUID), bin: "/opt/cni/rootless-bin"}
+	p := &rootlessPodman{rootlessUser: newRootlessUser(n), bin: "/opt/cni/rootless-bin"}
 	p.rootfs = p.home + "/rootfs"
-	p.bindUser()
-	n.must("mknod", "-m", "0666", "/run/cnisuite-e2e-tun", "c", "10", "200")
-	n.must("mount", "--bind", "/run/cnisuite-e2e-tun", "/dev/net/tun")
-	files := map[string]string{
+	p.writeFiles(map[string]string{
 		"/.config/containers/containers.conf": fmt.Sprintf(rootlessContainersConf, p.bin),
 		"/.config/containers/storage.conf":    "[storage]\ndriver = \"vfs\"\n",
 		"/.config/containers/policy.json":     `{"default": [{"type": "insecureAcceptAnything"}]}`,
 		"/.config/cni/net.d/rl.conflist":      rootlessConflist,
-	}
-	for name, content := range files {
-		n.writeFile(p.home+name, []byte(content))
-	}
+	})
 	n.must("cp", "-a", busyboxRootfs(n.t), p.rootfs)
-	n.must("mkdir", "-p", "-m", "0700", p.xdg)
 	n.must("mkdir", "-p", "-m", "0755", p.bin)
-	n.must("chown", "-R", fmt.Sprintf("%d:%d", rootlessUID, rootlessUID), p.home, p.xdg)
-	n.t.Cleanup(p.teardown)
+	p.own()
+	n.t.Cleanup(func() { _, _ = p.podman("rm", "-a", "-f", "-t", "0") }) // after a failure only; runs before the user's teardown
 	return p
 }
 
-// bindUser binds copies of the account files with the user added over
-// the node's (only in its mount namespace).
-func (p *rootlessPodman) bindUser() {
-	extra := map[string]string{
-		"passwd": fmt.Sprintf("%s:x:%d:%d::%s:/bin/sh\n", rootlessName, rootlessUID, rootlessUID, p.home),
-		"group":  fmt.Sprintf("%s:x:%d:\n", rootlessName, rootlessUID),
-		"subuid": fmt.Sprintf("%s:%d:65536\n", rootlessName, rootlessSubID),
-		"subgid": fmt.Sprintf("%s:%d:65536\n", rootlessName, rootlessSubID),
-	}
-	for name, line := range extra {
-		old, err := os.ReadFile(p.n.path("/etc/" + name))
-		if err != nil && !os.IsNotExist(err) {
-			p.n.t.Fatal(err)
-		}
-		copyPath := "/run/cnisuite-e2e-" + name
-		p.n.writeFile(copyPath, append(old, line...))
-		if _, err := os.Stat(p.n.path("/etc/" + name)); os.IsNotExist(err) {
-			p.n.t.Skipf("/etc/%s does not exist: nothing to bind the copy over", name)
-		}
-		p.n.must("mount", "--bind", copyPath, "/etc/"+name)
-	}
-}
-
-// switchTo puts the plugins of dir in podman's plugin directory, each
-// replaced at once (a new file renamed over the old), as a package does.
-func (p *rootlessPodman) switchTo(dir string) {
-	p.n.t.Helper()
-	for _, name := range plugins {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			p.n.t.Fatal(err)
-		}
-		tmp := p.n.path(filepath.Join(p.bin, "."+name+".new"))
-		if err := os.WriteFile(tmp, data, 0o755); err != nil {
-			p.n.t.Fatal(err)
-		}
-		if err := os.Rename(tmp, p.n.path(filepath.Join(p.bin, name))); err != nil {
-			p.n.t.Fatal(err)
-		}
-	}
-	p.n.t.Logf("podman's plugins are now those of %s", dir)
-}
-
-// podman runs podman as the user, with the environment a login gives.
+// podman runs podman as the user.
 func (p *rootlessPodman) podman(args ...string) (string, error) {
-	full := append([]string{"--reuid=" + strconv.Itoa(rootlessUID), "--regid=" + strconv.Itoa(rootlessUID), "--init-groups", "--",
-		"env", "-i", "HOME=" + p.home, "USER=" + rootlessName, "XDG_RUNTIME_DIR=" + p.xdg,
-		"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "podman"}, args...)
-	return p.n.run(2*time.Minute, "setpriv", full...)
+	return p.as(2*time.Minute, "podman", args...)
 }
 
 func (p *rootlessPodman) must(args ...string) string {
@@ -208,13 +139,6 @@ func (p *rootlessPodman) run(name string, hostPort int) (id, ip string) {
 	ip = lastLine(p.must("inspect", "--format", `{{(index .NetworkSettings.Networks "rl").IPAddress}}`, name))
 	p.n.t.Logf("%s: %s", name, ip)
 	return id, ip
-}
-
-// lastLine is the last line of out: podman's answer after its warnings
-// (rootless, "/" is not a shared mount here).
-func lastLine(out string) string {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // netnsDir is where podman keeps what it binds over /var/lib/cni and /run
@@ -247,58 +171,3 @@ func (p *rootlessPodman) requireClean(id, ip string, withRules bool, allowed ...
 	}
 }
 
-// requireRuntimeDirClean fails when the user's runtime directory holds
-// state of ours once podman removed its rootless network namespace.
-func (p *rootlessPodman) requireRuntimeDirClean() {
-	p.n.t.Helper()
-	root := p.n.path(p.xdg)
-	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return nil // gone mid-walk
-		}
-		rel := strings.TrimPrefix(path, root)
-		for _, ours := range []string{"/cni", ".host-local", "last_reserved_ip", "bridge-locks", "cnisuite"} {
-			if strings.Contains(rel, ours) {
-				p.n.t.Errorf("left in $XDG_RUNTIME_DIR after podman's teardown: %s", rel)
-				return filepath.SkipDir
-			}
-		}
-		return nil
-	})
-}
-
-// teardown removes the containers and ends every process of the user and
-// of its subordinate ids (conmon, slirp4netns, rootlessport, the pause
-// process, the containers), each by its pid: they all descend from this
-// test's podman commands.
-func (p *rootlessPodman) teardown() {
-	_, _ = p.podman("rm", "-a", "-f", "-t", "0") // after a failure only; what it cannot do the kills below do
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		var st syscall.Stat_t
-		if syscall.Stat("/proc/"+e.Name(), &st) != nil {
-			continue
-		}
-		ours := st.Uid == rootlessUID || (st.Uid >= rootlessSubID && st.Uid < rootlessSubID+65536)
-		if ours && !zombie(pid) {
-			if syscall.Kill(pid, syscall.SIGKILL) == nil {
-				p.n.t.Logf("killed process %d (%s) of the rootless user", pid, comm(pid))
-			}
-		}
-	}
-}
-
-// zombie reports whether process pid has exited and waits for its parent
-// to reap it: killing it again does nothing.
-func zombie(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true // gone
-	}
-	_, rest, ok := strings.Cut(string(stat), ") ")
-	return ok && strings.HasPrefix(rest, "Z")
-}
