@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"cnisuite/test/sandbox"
 )
@@ -101,7 +100,7 @@ func TestRootlessPodman(t *testing.T) {
 // and a busybox root filesystem it owns.
 func newRootlessPodman(n *node) *rootlessPodman {
 	n.t.Helper()
-	p := &rootlessPodman{rootlessUser: newRootlessUser(n), bin: "/opt/cni/rootless-bin"}
+	p := &rootlessPodman{rootlessUser: newRootlessUser(n, "podman"), bin: "/opt/cni/rootless-bin"}
 	p.rootfs = p.home + "/rootfs"
 	p.writeFiles(map[string]string{
 		"/.config/containers/containers.conf": fmt.Sprintf(rootlessContainersConf, p.bin),
@@ -112,22 +111,8 @@ func newRootlessPodman(n *node) *rootlessPodman {
 	n.must("cp", "-a", busyboxRootfs(n.t), p.rootfs)
 	n.must("mkdir", "-p", "-m", "0755", p.bin)
 	p.own()
-	n.t.Cleanup(func() { _, _ = p.podman("rm", "-a", "-f", "-t", "0") }) // after a failure only; runs before the user's teardown
+	n.t.Cleanup(func() { _, _ = p.runtime("rm", "-a", "-f", "-t", "0") }) // after a failure only; runs before the user's teardown
 	return p
-}
-
-// podman runs podman as the user.
-func (p *rootlessPodman) podman(args ...string) (string, error) {
-	return p.as(2*time.Minute, "podman", args...)
-}
-
-func (p *rootlessPodman) must(args ...string) string {
-	p.n.t.Helper()
-	out, err := p.podman(args...)
-	if err != nil {
-		p.n.t.Fatal(err)
-	}
-	return out
 }
 
 // run starts a busybox httpd on network rl with hostPort → 80 and returns
@@ -154,7 +139,7 @@ func (p *rootlessPodman) leftovers(id, ip string, withRules bool) []string {
 	found := sandbox.StateFiles([]string{p.netnsDir("var/lib/cni"), p.netnsDir("run/cni"), p.netnsDir("run/cnisuite")}, id, ip)
 	if withRules {
 		found = append(found, sandbox.RulesNaming(func(script string) (string, error) {
-			return p.podman("unshare", "--rootless-netns", "sh", "-c", script)
+			return p.runtime("unshare", "--rootless-netns", "sh", "-c", script)
 		}, id, ip)...)
 	}
 	return found
@@ -170,4 +155,3 @@ func (p *rootlessPodman) requireClean(id, ip string, withRules bool, allowed ...
 		p.n.t.Errorf("container %.12s (%s) left after its removal:\n  %s", id, ip, strings.Join(left, "\n  "))
 	}
 }
-

@@ -20,22 +20,24 @@ const (
 	rootlessSubID = 200000
 )
 
-// rootlessUser is that user on a node: its home and runtime directory, and
-// the PATH its commands run with.
+// rootlessUser is that user on a node: its home and runtime directory, the
+// PATH its commands run with and its runtime's command-line tool.
 type rootlessUser struct {
 	n         *node
 	home, xdg string
 	path      string
+	cli       string
 }
 
 // newRootlessUser makes the user in the node's mount namespace, with a
 // 0666 /dev/net/tun there (slirp4netns opens it as the user; the
-// machine's own node is left as it is), and dirs first on its PATH. Every
-// process of the user ends with the test.
-func newRootlessUser(n *node, dirs ...string) *rootlessUser {
+// machine's own node is left as it is), and dirs first on its PATH; cli
+// is its runtime's command-line tool. Every process of the user ends with
+// the test.
+func newRootlessUser(n *node, cli string, dirs ...string) *rootlessUser {
 	n.t.Helper()
 	u := &rootlessUser{n: n, home: "/var/lib/containers/" + rootlessName, xdg: fmt.Sprintf("/run/user/%d", rootlessUID),
-		path: strings.Join(append(dirs, "/usr/sbin:/usr/bin:/sbin:/bin"), ":")}
+		path: strings.Join(append(dirs, "/usr/sbin:/usr/bin:/sbin:/bin"), ":"), cli: cli}
 	u.bindAccounts()
 	n.must("mknod", "-m", "0666", "/run/cnisuite-e2e-tun", "c", "10", "200")
 	n.must("mount", "--bind", "/run/cnisuite-e2e-tun", "/dev/net/tun")
@@ -91,6 +93,21 @@ func (u *rootlessUser) args(name string, args ...string) []string {
 // as runs name as the user inside the node, bounded by timeout.
 func (u *rootlessUser) as(timeout time.Duration, name string, args ...string) (string, error) {
 	return u.n.run(timeout, "setpriv", u.args(name, args...)...)
+}
+
+// runtime runs the runtime's command-line tool as the user.
+func (u *rootlessUser) runtime(args ...string) (string, error) {
+	return u.as(2*time.Minute, u.cli, args...)
+}
+
+// must is runtime, failing the test when the tool fails.
+func (u *rootlessUser) must(args ...string) string {
+	u.n.t.Helper()
+	out, err := u.runtime(args...)
+	if err != nil {
+		u.n.t.Fatal(err)
+	}
+	return out
 }
 
 // switchTo puts our plugins, or the reference's, from dir in the plugin
