@@ -1,8 +1,10 @@
 #!/bin/bash
 # Builds, idempotently, the container runtimes Kubernetes nodes run today
 # that the end-to-end tests drive our plugins with, from the Go module proxy:
-# containerd 2.x (with its runc shim and ctr), CRI-O (with pinns) and
-# cri-tools' critest, at the versions of runtime-versions.env. Each
+# containerd 2.x (with its runc shim and ctr), CRI-O (with pinns),
+# cri-tools' critest, and for rootless containerd RootlessKit and nerdctl
+# (with its containerd-rootless.sh), at the versions of
+# runtime-versions.env. Each
 # lands in $CNISUITE_RUNTIMES/<name>-<version>/ (by default
 # /var/cache/cnisuite/runtimes, outside every directory scripts/sandbox.sh
 # hides), with a STAMP file written last: a directory with a STAMP is a
@@ -10,8 +12,8 @@
 # `make deps` runs this (through install-e2e-deps.sh); the tests run with
 # GOPROXY=off and no network, and find the binaries there.
 #
-#   scripts/install-runtimes.sh            # all three
-#   scripts/install-runtimes.sh containerd # one of containerd, crio, critest
+#   scripts/install-runtimes.sh            # all of them
+#   scripts/install-runtimes.sh containerd # one of containerd, crio, critest, rootlesskit, nerdctl
 #   scripts/install-runtimes.sh versions   # what the tests will run (make e2e)
 set -euo pipefail
 
@@ -106,12 +108,34 @@ critest() {
 	stamp critest "$CRITEST_VERSION" "$start"
 }
 
+rootlesskit() {
+	fresh rootlesskit "$ROOTLESSKIT_VERSION" rootlesskit || return 0
+	local start dir=$CACHE/rootlesskit-$ROOTLESSKIT_VERSION
+	start=$(date +%s)
+	(cd / && GOBIN=$dir/bin $NICE go install \
+		"github.com/rootless-containers/rootlesskit/v2/cmd/rootlesskit@v$ROOTLESSKIT_VERSION")
+	stamp rootlesskit "$ROOTLESSKIT_VERSION" "$start"
+}
+
+# nerdctl cannot be installed with `go install` (the proxy does not list
+# its versions); its containerd-rootless.sh comes from the same module.
+nerdctl() {
+	fresh nerdctl "$NERDCTL_VERSION" nerdctl containerd-rootless.sh || return 0
+	local start work dir=$CACHE/nerdctl-$NERDCTL_VERSION
+	start=$(date +%s)
+	work=$(module_copy github.com/containerd/nerdctl "$NERDCTL_VERSION")
+	(cd "$work" && $NICE go build -mod=mod -trimpath -ldflags "-s -w" -o "$dir/bin/nerdctl" ./cmd/nerdctl)
+	install -m 0755 "$work/extras/rootless/containerd-rootless.sh" "$dir/bin/containerd-rootless.sh"
+	rm -rf "$work"
+	stamp nerdctl "$NERDCTL_VERSION" "$start"
+}
+
 # versions prints the runtimes the end-to-end tests run: the Debian
 # packages and the builds of the cache.
 versions() {
 	local name version dir
 	dpkg-query -W -f='e2e runtime: ${Package} ${Version} (Debian)\n' containerd podman runc conmon 2>/dev/null || true
-	for name in containerd crio critest; do
+	for name in containerd crio critest rootlesskit nerdctl; do
 		version=$(sed -n "s/^$(echo "$name" | tr a-z A-Z)_VERSION=//p" "$(dirname "$0")/runtime-versions.env")
 		dir=$CACHE/$name-$version
 		if [ -f "$dir/STAMP" ]; then
@@ -123,11 +147,11 @@ versions() {
 }
 
 if [ "$#" -eq 0 ]; then
-	set -- containerd crio critest
+	set -- containerd crio critest rootlesskit nerdctl
 fi
 for what in "$@"; do
 	case $what in
-	containerd | crio | critest | versions) "$what" ;;
-	*) echo "install-runtimes: unknown runtime $what (containerd, crio, critest, versions)" >&2; exit 2 ;;
+	containerd | crio | critest | rootlesskit | nerdctl | versions) "$what" ;;
+	*) echo "install-runtimes: unknown runtime $what (containerd, crio, critest, rootlesskit, nerdctl, versions)" >&2; exit 2 ;;
 	esac
 done

@@ -119,10 +119,14 @@ func legacyNATRules() (string, error) {
 }
 
 // listsTable reports whether the file (one table name a line) lists name;
-// a missing file (ip_tables not loaded) lists nothing.
+// a missing file (ip_tables not loaded) lists nothing, and so does one
+// this process may not read: the root of a user namespace made together
+// with its network namespace (RootlessKit without --detach-netns) finds
+// the namespace's /proc/net files still the real root's, and
+// iptables-legacy cannot list its tables there either.
 func listsTable(path, name string) (bool, error) {
 	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 		return false, nil
 	}
 	if err != nil {

@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"bytes"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
+
+	"cnisuite/test/sandbox"
 )
 
 // pluginStateDirs are where the plugins (and libcni's result cache) keep
@@ -42,56 +39,19 @@ func vethLeft(run runner) []string {
 	return nil
 }
 
-// stateFiles lists the files under the plugin state directories whose name
-// is the address or names the container, or whose content names the
-// container (a lease in the reference format holds the container ID).
+// stateFiles lists the files under the plugin state directories that name
+// the container or its address (sandbox.StateFiles).
 func stateFiles(dirs []string, containerID, ip string) []string {
-	var found []string
-	for _, dir := range dirs {
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return nil // a directory that vanished mid-walk holds nothing
-			}
-			name := d.Name()
-			if name == ip || strings.Contains(name, containerID) || fileMentions(p, containerID) {
-				found = append(found, "state file left: "+p)
-			}
-			return nil
-		})
-		if err != nil {
-			found = append(found, "walking "+dir+": "+err.Error())
-		}
-	}
-	return found
+	return sandbox.StateFiles(dirs, containerID, ip)
 }
 
-func fileMentions(path, s string) bool {
-	data, err := os.ReadFile(path)
-	return err == nil && bytes.Contains(data, []byte(s))
-}
-
-// rules lists the firewall rules of the node (nftables, which includes
-// iptables-nft, and iptables-legacy) that name the address or the container.
+// rulesLeft lists the firewall rules of the node (nftables, which includes
+// iptables-nft, and iptables-legacy) naming the address or the container
+// (sandbox.RulesNaming).
 func rulesLeft(run runner, containerID, ip string) []string {
-	addr := regexp.MustCompile(`(^|[^0-9.])` + regexp.QuoteMeta(ip) + `([^0-9]|$)`)
-	var found []string
-	dumps := []struct{ name, script string }{
-		{"nft", "nft list ruleset"},
-		{"iptables-legacy", "if command -v iptables-legacy-save >/dev/null; then iptables-legacy-save 2>/dev/null; fi"},
-	}
-	for _, d := range dumps {
-		out, err := run(30*time.Second, "sh", "-c", d.script)
-		if err != nil {
-			found = append(found, err.Error())
-			continue
-		}
-		for _, line := range strings.Split(out, "\n") {
-			if addr.MatchString(line) || strings.Contains(line, containerID) {
-				found = append(found, d.name+" rule left: "+strings.TrimSpace(line))
-			}
-		}
-	}
-	return found
+	return sandbox.RulesNaming(func(script string) (string, error) {
+		return run(30*time.Second, "sh", "-c", script)
+	}, containerID, ip)
 }
 
 // requireClean waits for an attachment's DEL (runtimes often send it from

@@ -24,12 +24,13 @@ func runtimeCache() string {
 	return "/var/cache/cnisuite/runtimes"
 }
 
-// findRuntime returns the build of a runtime (containerd, crio, critest)
-// and fails the test, naming the script, when it or one of its programs
-// is missing.
+// findRuntime returns the build of a runtime (containerd, crio, critest,
+// rootlesskit, nerdctl) and fails the test, naming the script, when it or
+// one of its programs is missing.
 func findRuntime(t *testing.T, name string, programs ...string) builtRuntime {
 	t.Helper()
-	key := map[string]string{"containerd": "CONTAINERD_VERSION", "crio": "CRIO_VERSION", "critest": "CRITEST_VERSION"}[name]
+	key := map[string]string{"containerd": "CONTAINERD_VERSION", "crio": "CRIO_VERSION", "critest": "CRITEST_VERSION",
+		"rootlesskit": "ROOTLESSKIT_VERSION", "nerdctl": "NERDCTL_VERSION"}[name]
 	version, err := runtimeVersion(filepath.Join(moduleRoot(t), "scripts", "runtime-versions.env"), key)
 	if err != nil {
 		t.Fatal(err)

@@ -18,8 +18,19 @@ import (
 // node of the rootless runtime), as runRootless does.
 func runScript(t *testing.T, script, conf string, env ...string) string {
 	t.Helper()
-	cmd := exec.Command("setpriv", "--reuid="+nobody, "--regid="+nobody, "--clear-groups", "--",
-		"unshare", "--user", "--map-root-user", "--net", "--", "sh", "-c", script)
+	stdout, stderr := runUnshared(t, []string{"--net"}, script, conf, env...)
+	t.Logf("stderr of the script: %s", stderr)
+	return stdout
+}
+
+// runUnshared runs a shell script as nobody made uid 0 of a new user
+// namespace, in the new namespaces flags name (unshare's options), as
+// runScript describes, and returns its stdout and stderr.
+func runUnshared(t *testing.T, flags []string, script, conf string, env ...string) (string, string) {
+	t.Helper()
+	args := append([]string{"--reuid=" + nobody, "--regid=" + nobody, "--clear-groups", "--",
+		"unshare", "--user", "--map-root-user"}, flags...)
+	cmd := exec.Command("setpriv", append(args, "--", "sh", "-c", script)...)
 	cmd.Env = append([]string{"BIN=" + sandbox.Bin(t), "CONF=" + conf, "CNI_CONTAINERID=rootless-1", "CNI_IFNAME=eth0",
 		"CNI_PATH=" + sandbox.Bin(t), "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
 	var stdout, stderr bytes.Buffer
@@ -27,8 +38,7 @@ func runScript(t *testing.T, script, conf string, env ...string) string {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("script as nobody: %v\nstdout %s\nstderr %s", err, stdout.String(), stderr.String())
 	}
-	t.Logf("stderr of the script: %s", stderr.String())
-	return stdout.String()
+	return stdout.String(), stderr.String()
 }
 
 // section returns what the script printed after "@@name" up to the next
@@ -45,7 +55,8 @@ const bridgeConf = `{"cniVersion":"1.1.0","name":"rootless-br","type":"bridge","
 // bridge and host-local run rootless in the runtime's own namespaces, as
 // rootless podman runs its CNI plugins: ADD gives the container eth0 with
 // its address, DEL removes it, releases the lease and removes the empty
-// bridge (removeEmptyBridge: its lock under $XDG_RUNTIME_DIR/cni). Before, ADD failed
+// bridge (removeEmptyBridge: its lock under $XDG_RUNTIME_DIR/cni, as no
+// bind made /run writable). Before, ADD failed
 // with code 5 "isGateway: sysctl holds: mkdir /run/cnisuite: permission
 // denied": the node's sysctl keeper is not the rootless runtime's (its
 // `sysctl --system` never touches the runtime's namespace).
@@ -141,5 +152,33 @@ func TestPortmapRootless(t *testing.T) {
 	}
 	if strings.TrimSpace(section(out, "after")) != "0" {
 		t.Errorf("DEL left DNAT elements:\n%s", out)
+	}
+}
+
+// bridge with ipMasq and no backend key in a network namespace made
+// together with its user namespace, as RootlessKit makes its child's
+// without --detach-netns (containerd-rootless.sh of nerdctl 1.7): the
+// namespace's /proc/net files stay the real root's, so iptables-legacy's
+// table list cannot be read, and ADD still writes the masquerade and DEL
+// removes it. Before, ADD failed with "reading the node's firewall: open
+// /proc/thread-self/net/ip_tables_names: permission denied".
+func TestBridgeRootlessNetnsMadeWithUserns(t *testing.T) {
+	sandbox.Require(t)
+	conf := strings.Replace(bridgeConf, `"removeEmptyBridge":true,`, "", 1)
+	out := runScript(t, `
+		unshare --net -- sleep 60 & ctr=$!
+		export CNI_NETNS=/proc/$ctr/ns/net
+		for i in $(seq 100); do [ "$(readlink $CNI_NETNS)" != "$(readlink /proc/self/ns/net)" ] && break; sleep 0.05; done
+		printf %s "$CONF" | CNI_COMMAND=ADD "$BIN/bridge"; rc=$?; echo; echo "@@add $rc"
+		echo @@masq; nft list ruleset | grep -c "10.89.0.2"
+		printf %s "$CONF" | CNI_COMMAND=DEL "$BIN/bridge"; echo "@@del $?"
+		echo @@after; nft list ruleset | grep -c "10.89.0.2"
+		kill $ctr
+		echo @@end`, conf, "XDG_RUNTIME_DIR="+userRuntimeDir(t))
+	if !strings.Contains(out, "@@add 0") || strings.TrimSpace(section(out, "masq")) == "0" {
+		t.Fatalf("ADD with ipMasq in a network namespace made with its user namespace:\n%s", out)
+	}
+	if !strings.Contains(out, "@@del 0") || strings.TrimSpace(section(out, "after")) != "0" {
+		t.Errorf("DEL failed or left rules:\n%s", out)
 	}
 }

@@ -62,7 +62,8 @@ func userRuntimeDir(t *testing.T) string {
 const hostLocalConf = `{"cniVersion":"1.1.0","name":"rootless-net","type":"bridge",
  "ipam":{"type":"host-local","ranges":[[{"subnet":"10.88.0.0/24"}]]}}`
 
-// host-local without a dataDir, run rootless: the lease goes under
+// host-local without a dataDir, run rootless by a runtime that made
+// nothing writable (/var/lib/cni is the real root's): the lease goes under
 // $XDG_RUNTIME_DIR/cni/networks and DEL releases it. Before, ADD failed
 // with "mkdir /var/lib/cni/networks: permission denied" (buildkit#4352,
 // nerdctl#2718).
@@ -115,8 +116,9 @@ const tuningConf = `{"cniVersion":"1.1.0","name":"rootless-tune","type":"tuning"
  "sysctl":{"net.ipv4.conf.lo.arp_ignore":"1"},
  "prevResult":{"cniVersion":"1.1.0","interfaces":[{"name":"lo","sandbox":"/proc/self/ns/net"}]}}`
 
-// tuning without a dataDir, run rootless: its state goes under
-// $XDG_RUNTIME_DIR/cni/tuning and DEL removes it.
+// tuning without a dataDir, run rootless by a runtime that made nothing
+// writable: its state goes under $XDG_RUNTIME_DIR/cni/tuning and DEL
+// removes it.
 func TestTuningRootless(t *testing.T) {
 	sandbox.Require(t)
 	xdg := userRuntimeDir(t)

@@ -37,8 +37,9 @@ func (at *attach) lockBridge(ctx context.Context, shared bool) (func(), error) {
 	if !at.conf.RemoveEmptyBridge {
 		return func() {}, nil
 	}
-	// Rootless, the locks go under $XDG_RUNTIME_DIR/cni: /run/cnisuite is
-	// the real root's, and the bridges are in the runtime's own namespace.
+	// Rootless, the locks stay under /run/cnisuite when the runtime made
+	// /run writable (the bridges are in its own namespace, and so is that
+	// /run), else under $XDG_RUNTIME_DIR/cni.
 	dir := rootless.StateDir(lockDir, "bridge-locks", at.args.Env)
 	root, err := statedir.OpenRoot(dir, true, 0o700)
 	if err != nil {

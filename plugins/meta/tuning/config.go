@@ -94,6 +94,7 @@ func Load(stdin []byte, cniArgs string) (*Config, error) {
 
 // inEnv resolves what depends on the call's environment env: without the
 // node's root (a rootless runtime), a dataDir left to its default is
+// /run/cni/tuning when the runtime made it writable, else
 // $XDG_RUNTIME_DIR/cni/tuning (pkg/rootless).
 func (c *Config) inEnv(env []string) {
 	if c.dataDirDefault {

@@ -79,8 +79,9 @@ func parseConf(data []byte) (*netConf, error) {
 }
 
 // dataDir is ipam.dataDir, or its default in the call's environment env:
-// /var/lib/cni/networks with the node's root, $XDG_RUNTIME_DIR/cni/networks
-// without it (pkg/rootless).
+// /var/lib/cni/networks, the reference's, with the node's root and for a
+// rootless runtime that made it writable; $XDG_RUNTIME_DIR/cni/networks
+// for one that did not (pkg/rootless).
 func (n *netConf) dataDir(env []string) string {
 	if n.IPAM.DataDir != "" {
 		return n.IPAM.DataDir
