@@ -18,6 +18,13 @@ const rootlessConflist = `{"cniVersion":"1.0.0","name":"rl","plugins":[
  {"type":"portmap","capabilities":{"portMappings":true}},
  {"type":"tuning","sysctl":{"net.ipv4.conf.IFNAME.arp_notify":"1"}}]}`
 
+// rootlessSecondConflist is a second network, on another bridge and
+// subnet, with a dataDir of none either.
+const rootlessSecondConflist = `{"cniVersion":"1.0.0","name":"rl2","plugins":[
+ {"type":"bridge","bridge":"cni-rl1","isGateway":true,"ipMasq":true,
+  "ipam":{"type":"host-local","ranges":[[{"subnet":"10.89.1.0/24"}]],"routes":[{"dst":"0.0.0.0/0"}]}},
+ {"type":"portmap","capabilities":{"portMappings":true}}]}`
+
 // rootlessContainersConf is the user's containers.conf: the CNI backend
 // with its plugins in bin, the containers on a bridge (rootless podman
 // defaults to slirp4netns, no CNI at all), cgroupfs on cgroup v1.
@@ -49,7 +56,8 @@ type rootlessPodman struct {
 // address, the reference's DEL of web3 and cnisuite gc (in podman's
 // rootless network namespace) leave nothing of it and keep web4; once
 // podman tore its rootless namespace down, nothing of ours is in
-// $XDG_RUNTIME_DIR. Before (a7c1d57), ours gave web3 web1's address.
+// $XDG_RUNTIME_DIR. A second network (web2) beside the first works and
+// goes without a trace. Before (a7c1d57), ours gave web3 web1's address.
 func TestRootlessPodman(t *testing.T) {
 	n := newNode(t)
 	needTools(t, "podman", "runc", "conmon", "curl", "slirp4netns", "newuidmap", "setpriv")
@@ -73,6 +81,16 @@ func TestRootlessPodman(t *testing.T) {
 	n.fetch("http://127.0.0.1:8080/")
 	p.must("rm", "-f", "-t", "0", web1)
 	p.requireClean(web1, ip1, true)
+	// A second network beside the first, on ours: its own bridge, subnet
+	// and host port, and its removal leaves nothing of it.
+	web2, ip2 := p.runOn("rl2", "web2", 8083)
+	if !strings.HasPrefix(ip2, "10.89.1.") {
+		t.Errorf("web2 on rl2 got %s, want an address of 10.89.1.0/24", ip2)
+	}
+	n.fetch("http://127.0.0.1:8083/")
+	n.fetch("http://127.0.0.1:8080/")
+	p.must("rm", "-f", "-t", "0", web2)
+	p.requireClean(web2, ip2, true)
 
 	p.switchTo(p.bin, ref)
 	web4, ip4 := p.run("web4", 8082)
@@ -107,6 +125,7 @@ func newRootlessPodman(n *node) *rootlessPodman {
 		"/.config/containers/storage.conf":    "[storage]\ndriver = \"vfs\"\n",
 		"/.config/containers/policy.json":     `{"default": [{"type": "insecureAcceptAnything"}]}`,
 		"/.config/cni/net.d/rl.conflist":      rootlessConflist,
+		"/.config/cni/net.d/rl2.conflist":     rootlessSecondConflist,
 	})
 	n.must("cp", "-a", busyboxRootfs(n.t), p.rootfs)
 	n.must("mkdir", "-p", "-m", "0755", p.bin)
@@ -119,9 +138,15 @@ func newRootlessPodman(n *node) *rootlessPodman {
 // its full ID and address.
 func (p *rootlessPodman) run(name string, hostPort int) (id, ip string) {
 	p.n.t.Helper()
-	id = lastLine(p.must("run", "-d", "--name", name, "--network", "rl", "-p", fmt.Sprintf("%d:80", hostPort),
+	return p.runOn("rl", name, hostPort)
+}
+
+// runOn is run on network.
+func (p *rootlessPodman) runOn(network, name string, hostPort int) (id, ip string) {
+	p.n.t.Helper()
+	id = lastLine(p.must("run", "-d", "--name", name, "--network", network, "-p", fmt.Sprintf("%d:80", hostPort),
 		"--rootfs", p.rootfs, "/bin/httpd", "-f", "-p", "80", "-h", "/www"))
-	ip = lastLine(p.must("inspect", "--format", `{{(index .NetworkSettings.Networks "rl").IPAddress}}`, name))
+	ip = lastLine(p.must("inspect", "--format", fmt.Sprintf(`{{(index .NetworkSettings.Networks %q).IPAddress}}`, network), name))
 	p.n.t.Logf("%s: %s", name, ip)
 	return id, ip
 }
