@@ -1,0 +1,96 @@
+package k8s
+
+import (
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// stateDirs are where our plugins (and the runtime's libcni result cache)
+// keep state per attachment: leases, records, holds, cached results.
+var stateDirs = []string{"/var/lib/cni", "/run/cni", "/run/cnisuite"}
+
+// kept reports whether a state file (its path on the node) is one a
+// network keeps with no pod attached: locks, host-local's last address
+// handed out (and its spare for the exchange), its boot ID, its index's
+// stamp. Leases, records, holds and cached results must all go.
+func kept(path string) bool {
+	base := filepath.Base(path)
+	switch {
+	case base == "lock", base == ".lock", strings.HasPrefix(base, "last_reserved_ip."):
+		return true
+	case strings.Contains(path, "/.host-local-boot/"):
+		return true
+	case strings.Contains(path, "/.host-local-index"):
+		return strings.HasPrefix(base, ".")
+	}
+	return false
+}
+
+// leftovers lists what the pods with the given addresses left on the node:
+// veth links, state files but those kept, and firewall rules (nft,
+// which shows iptables-nft's too, and iptables-legacy) naming an address.
+func (c *cluster) leftovers(ips []string) []string {
+	var found []string
+	if out, err := c.run(30*time.Second, "ip", "-o", "link", "show", "type", "veth"); err != nil || strings.TrimSpace(out) != "" {
+		found = append(found, "veth: "+strings.TrimSpace(out)+errText(err))
+	}
+	for _, dir := range stateDirs {
+		_ = filepath.WalkDir(c.path(dir), func(p string, d fs.DirEntry, err error) error {
+			if rel := strings.TrimPrefix(p, c.path("")); err == nil && !d.IsDir() && !kept(rel) {
+				found = append(found, "state file: "+rel)
+			}
+			return nil // a directory that vanished mid-walk holds nothing
+		})
+	}
+	var alts []string
+	for _, ip := range ips {
+		alts = append(alts, regexp.QuoteMeta(ip))
+	}
+	addr := regexp.MustCompile(`(^|[^0-9.])(` + strings.Join(alts, "|") + `)([^0-9]|$)`)
+	for _, dump := range []string{"nft list ruleset", "if command -v iptables-legacy-save >/dev/null; then iptables-legacy-save; fi"} {
+		out, err := c.run(30*time.Second, "sh", "-c", dump)
+		if err != nil {
+			found = append(found, err.Error())
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if addr.MatchString(line) {
+				found = append(found, "rule: "+strings.TrimSpace(line))
+			}
+		}
+	}
+	return found
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return " (" + err.Error() + ")"
+}
+
+// requireFootprint fails the test unless, with the pods running, the
+// leftovers check finds their veths, leases and rules: proof that it looks
+// where they are.
+func (c *cluster) requireFootprint(ips []string) {
+	c.t.Helper()
+	found := c.leftovers(ips)
+	for _, kind := range []string{"veth: ", "state file: ", "rule: "} {
+		if !slices.ContainsFunc(found, func(f string) bool { return strings.HasPrefix(f, kind) }) {
+			c.t.Errorf("with pods %v running, the leftovers check finds no %q among:\n  %s", ips, kind, strings.Join(found, "\n  "))
+		}
+	}
+}
+
+// requireClean fails the test unless, within a minute of the pods'
+// deletion, nothing of theirs is left.
+func (c *cluster) requireClean(ips []string) {
+	c.t.Helper()
+	var found []string
+	if !waitFor(time.Minute, func() bool { found = c.leftovers(ips); return len(found) == 0 }) {
+		c.t.Errorf("after every pod was deleted, the node still holds:\n  %s", strings.Join(found, "\n  "))
+	}
+}

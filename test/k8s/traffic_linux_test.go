@@ -1,0 +1,109 @@
+package k8s
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// tries bounds how often a Service is asked before the test concludes a
+// backend is never reached: each try picks one of two backends at random,
+// so missing one of them by chance has a probability of 2^-29.
+const tries = 30
+
+// fetchFromNode fetches the page of an address (host:port) from the
+// node's own network namespace, as a program of the node does.
+func (c *cluster) fetchFromNode(addr string) (string, error) {
+	out, err := c.run(10*time.Second, "curl", "-sS", "--max-time", "3", "http://"+addr+"/")
+	return strings.TrimSpace(out), err
+}
+
+// fetchFromPod fetches the page of an address count times from inside a
+// pod (kubectl exec, busybox nc: the static busybox's wget crashes in a
+// root filesystem without NSS) and returns the answers; a failed fetch
+// answers "failed".
+func (c *cluster) fetchFromPod(pod, addr string, count int) []string {
+	c.t.Helper()
+	host, port, _ := strings.Cut(addr, ":")
+	script := fmt.Sprintf(`for i in $(seq %d); do
+	page=$(printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 %s %s | tail -n 1)
+	echo "${page:-failed}"
+done`, count, host, port)
+	out, err := c.run(time.Duration(count)*5*time.Second+30*time.Second, "kubectl", "exec", pod, "--", "sh", "-c", script)
+	if err != nil {
+		c.t.Errorf("kubectl exec %s: %v", pod, err)
+		return nil
+	}
+	return strings.Fields(out)
+}
+
+// requireBackends fails the test unless the answers name every one of
+// want (and nothing else): a Service reaching all of its backends.
+func (c *cluster) requireBackends(what string, got []string, want ...string) {
+	c.t.Helper()
+	seen := map[string]int{}
+	for _, g := range got {
+		seen[g]++
+	}
+	names := slices.Sorted(maps.Keys(seen))
+	if !slices.Equal(names, slices.Sorted(slices.Values(want))) {
+		c.t.Errorf("%s: answers %v, want exactly %v", what, seen, want)
+	}
+}
+
+// fromNode fetches an address count times from the node, once it answers
+// at all: kube-proxy applies a change within its minSyncPeriod, after the
+// API server has it.
+func (c *cluster) fromNode(addr string, count int) []string {
+	c.t.Helper()
+	if !waitFor(30*time.Second, func() bool { _, err := c.fetchFromNode(addr); return err == nil }) {
+		return []string{"failed"}
+	}
+	var got []string
+	for range count {
+		out, err := c.fetchFromNode(addr)
+		if err != nil {
+			out = "failed"
+		}
+		got = append(got, out)
+	}
+	return got
+}
+
+// requireTraffic checks, with real traffic, what users of the node rely
+// on: the Service reaching both backends from the node and from a pod, the
+// node port, the host port from the node's loopback, its address and
+// another pod, and a pod reaching itself through a Service (hairpin).
+func (c *cluster) requireTraffic(w *workload, port, node int) {
+	c.t.Helper()
+	svc := fmt.Sprintf("%s:%d", w.webIP, port)
+	c.requireBackends("ClusterIP "+svc+" from the node", c.fromNode(svc, tries), webPods...)
+	c.requireBackends("ClusterIP "+svc+" from pod client", c.fetchFromPod("client", svc, tries), webPods...)
+	np := fmt.Sprintf("%s:%d", nodeAddr, node)
+	c.requireBackends("NodePort "+np+" from the node", c.fromNode(np, tries), webPods...)
+	c.requireBackends("NodePort "+np+" from pod client", c.fetchFromPod("client", np, tries), webPods...)
+	for _, host := range []string{"127.0.0.1", nodeAddr} {
+		hp := fmt.Sprintf("%s:%d", host, hostPort)
+		c.requireBackends("hostPort "+hp+" from the node", c.fromNode(hp, 3), "web-a")
+	}
+	hp := fmt.Sprintf("%s:%d", nodeAddr, hostPort)
+	c.requireBackends("hostPort "+hp+" from pod client", c.fetchFromPod("client", hp, 3), "web-a")
+	self := w.selfIP + ":80"
+	c.requireBackends("hairpin: pod client through Service client "+self, c.fetchFromPod("client", self, 3), "client")
+}
+
+// requireClosed fails the test unless an address stops answering from the
+// node within 30 s: a Service port or node port that was moved away.
+func (c *cluster) requireClosed(addr string) {
+	c.t.Helper()
+	var out string
+	if !waitFor(30*time.Second, func() bool {
+		var err error
+		out, err = c.fetchFromNode(addr)
+		return err != nil
+	}) {
+		c.t.Errorf("%s still answers %q after the Service moved", addr, out)
+	}
+}
