@@ -59,6 +59,12 @@ func runNode(t *testing.T, comps components, mode string) {
 
 	ips := slices.Collect(maps.Values(w.podIPs))
 	c.requireFootprint(ips)
+	c.recreateSandbox("web-b")
+	c.requireOneAddressEach("after web-b's sandbox was recreated")
+	c.restartKubelet()
+	c.requireOneAddressEach("after the kubelet restarted")
+	c.requireTraffic(w, movedPort, movedNodePrt)
+	ips = append(ips, slices.Collect(maps.Values(c.podAddresses()))...)
 	c.deleteAll()
 	c.requireClean(ips)
 	c.requireAlwaysReady(ready)

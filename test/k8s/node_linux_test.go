@@ -143,6 +143,22 @@ func (n *node) run(timeout time.Duration, name string, args ...string) (string, 
 	return string(out), nil
 }
 
+// stdout runs a command inside the node, bounded by two minutes, and
+// returns what it wrote on stdout (ctr warns on stderr) or fails the test.
+func (n *node) stdout(name string, args ...string) string {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := n.command(ctx, name, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		n.t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out, stderr.String())
+	}
+	return string(out)
+}
+
 // must runs a command inside the node and fails the test if it fails.
 func (n *node) must(name string, args ...string) string {
 	n.t.Helper()

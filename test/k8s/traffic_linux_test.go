@@ -8,11 +8,6 @@ import (
 	"time"
 )
 
-// tries bounds how often a Service is asked before the test concludes a
-// backend is never reached: each try picks one of two backends at random,
-// so missing one of them by chance has a probability of 2^-29.
-const tries = 30
-
 // fetchFromNode fetches the page of an address (host:port) from the
 // node's own network namespace, as a program of the node does.
 func (c *cluster) fetchFromNode(addr string) (string, error) {
@@ -39,17 +34,29 @@ done`, count, host, port)
 	return strings.Fields(out)
 }
 
-// requireBackends fails the test unless the answers name every one of
-// want (and nothing else): a Service reaching all of its backends.
-func (c *cluster) requireBackends(what string, got []string, want ...string) {
+// maxAnswers bounds how many answers requireReached collects: enough to
+// outlast the second or two an endpoint is out of kube-proxy's rules after
+// a kubelet restart (its prober starts a restarted container's readiness
+// at "not ready", measured: 16 ms, then kube-proxy's minSyncPeriod).
+const maxAnswers = 90
+
+// requireReached fetches, in rounds of ten, until the answers name every
+// one of want (or maxAnswers came), and fails the test unless they name
+// exactly want: a Service reaching all of its backends, and nothing else
+// (a failed fetch answers "failed").
+func (c *cluster) requireReached(what string, fetch func(count int) []string, want ...string) {
 	c.t.Helper()
 	seen := map[string]int{}
-	for _, g := range got {
-		seen[g]++
+	for round := 0; round < maxAnswers/10 && len(seen) < len(want); round++ {
+		for _, answer := range fetch(10) {
+			seen[answer]++
+		}
 	}
 	names := slices.Sorted(maps.Keys(seen))
 	if !slices.Equal(names, slices.Sorted(slices.Values(want))) {
-		c.t.Errorf("%s: answers %v, want exactly %v", what, seen, want)
+		pods, _ := c.run(30*time.Second, "kubectl", "get", "pods", "-o", "wide")
+		slices, _ := c.run(30*time.Second, "kubectl", "get", "endpointslices", "-o", "wide")
+		c.t.Errorf("%s: answers %v, want exactly %v; now:\n%s\n%s", what, seen, want, pods, slices)
 	}
 }
 
@@ -78,20 +85,26 @@ func (c *cluster) fromNode(addr string, count int) []string {
 // another pod, and a pod reaching itself through a Service (hairpin).
 func (c *cluster) requireTraffic(w *workload, port, node int) {
 	c.t.Helper()
+	fromNode := func(addr string) func(int) []string {
+		return func(count int) []string { return c.fromNode(addr, count) }
+	}
+	fromClient := func(addr string) func(int) []string {
+		return func(count int) []string { return c.fetchFromPod("client", addr, count) }
+	}
 	svc := fmt.Sprintf("%s:%d", w.webIP, port)
-	c.requireBackends("ClusterIP "+svc+" from the node", c.fromNode(svc, tries), webPods...)
-	c.requireBackends("ClusterIP "+svc+" from pod client", c.fetchFromPod("client", svc, tries), webPods...)
+	c.requireReached("ClusterIP "+svc+" from the node", fromNode(svc), webPods...)
+	c.requireReached("ClusterIP "+svc+" from pod client", fromClient(svc), webPods...)
 	np := fmt.Sprintf("%s:%d", nodeAddr, node)
-	c.requireBackends("NodePort "+np+" from the node", c.fromNode(np, tries), webPods...)
-	c.requireBackends("NodePort "+np+" from pod client", c.fetchFromPod("client", np, tries), webPods...)
+	c.requireReached("NodePort "+np+" from the node", fromNode(np), webPods...)
+	c.requireReached("NodePort "+np+" from pod client", fromClient(np), webPods...)
 	for _, host := range []string{"127.0.0.1", nodeAddr} {
 		hp := fmt.Sprintf("%s:%d", host, hostPort)
-		c.requireBackends("hostPort "+hp+" from the node", c.fromNode(hp, 3), "web-a")
+		c.requireReached("hostPort "+hp+" from the node", fromNode(hp), "web-a")
 	}
 	hp := fmt.Sprintf("%s:%d", nodeAddr, hostPort)
-	c.requireBackends("hostPort "+hp+" from pod client", c.fetchFromPod("client", hp, 3), "web-a")
+	c.requireReached("hostPort "+hp+" from pod client", fromClient(hp), "web-a")
 	self := w.selfIP + ":80"
-	c.requireBackends("hairpin: pod client through Service client "+self, c.fetchFromPod("client", self, 3), "client")
+	c.requireReached("hairpin: pod client through Service client "+self, fromClient(self), "client")
 }
 
 // requireClosed fails the test unless an address stops answering from the
