@@ -65,6 +65,7 @@ func runNode(t *testing.T, comps components, mode string) {
 	c.requireOneAddressEach("after the kubelet restarted")
 	c.requireTraffic(w, movedPort, movedNodePrt)
 	ips = append(ips, slices.Collect(maps.Values(c.podAddresses()))...)
+	c.requireWatcherBeside(w)
 	c.deleteAll()
 	c.requireClean(ips)
 	c.requireAlwaysReady(ready)
