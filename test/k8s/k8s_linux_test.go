@@ -48,9 +48,12 @@ func runNode(t *testing.T, comps components, mode string) {
 	w := c.deploy()
 	c.logFirewall()
 	c.requireTraffic(w, 80, nodePort)
+	// kube-proxy started before our first pod: our chains came last.
+	c.requireSamePort("kube-proxy first, then our pods", map[string]string{"iptables": "NodePort", "nftables": "hostPort"}[mode])
 
 	c.restartKubeProxy()
 	c.requireTraffic(w, 80, nodePort)
+	c.requireSamePort("kube-proxy restarted", "NodePort")
 
 	c.moveService()
 	c.requireTraffic(w, movedPort, movedNodePrt)
@@ -66,6 +69,7 @@ func runNode(t *testing.T, comps components, mode string) {
 	c.requireTraffic(w, movedPort, movedNodePrt)
 	ips = append(ips, slices.Collect(maps.Values(c.podAddresses()))...)
 	c.requireWatcherBeside(w)
+	c.requireSamePort("our host port's rules put back by the watcher", map[string]string{"iptables": "NodePort", "nftables": "hostPort"}[mode])
 	c.deleteAll()
 	c.requireClean(ips)
 	c.requireAlwaysReady(ready)

@@ -8,12 +8,14 @@ import (
 
 // The workload: two web pods behind Service web (ClusterIP and NodePort),
 // web-a also on a host port, and a client pod behind Service client (so
-// that it can reach itself through a Service: hairpin).
+// that it can reach itself through a Service: hairpin). Service same's
+// node port, to the client, is web-b's host port too.
 const (
 	hostPort     = 18080
 	nodePort     = 30080
 	movedPort    = 8080  // web's port after the Service change
 	movedNodePrt = 30081 // and its node port
+	samePort     = 30090 // a node port (Service same) and a host port (web-b)
 )
 
 var webPods = []string{"web-a", "web-b"}
@@ -49,11 +51,12 @@ func pod(name, app string, hostPort int) map[string]any {
 	}
 }
 
-func service(name, typ string, ports map[string]any) map[string]any {
+// service renders a Service of the pods labelled app.
+func service(name, app, typ string, ports map[string]any) map[string]any {
 	return map[string]any{
 		"apiVersion": "v1", "kind": "Service",
 		"metadata": map[string]any{"name": name},
-		"spec":     map[string]any{"type": typ, "selector": map[string]string{"app": name}, "ports": []any{ports}},
+		"spec":     map[string]any{"type": typ, "selector": map[string]string{"app": app}, "ports": []any{ports}},
 	}
 }
 
@@ -63,9 +66,10 @@ func service(name, typ string, ports map[string]any) map[string]any {
 func (c *cluster) deploy() *workload {
 	c.t.Helper()
 	items := []any{
-		pod("web-a", "web", hostPort), pod("web-b", "web", 0), pod("client", "client", 0),
-		service("web", "NodePort", map[string]any{"port": 80, "targetPort": 80, "nodePort": nodePort}),
-		service("client", "ClusterIP", map[string]any{"port": 80, "targetPort": 80}),
+		pod("web-a", "web", hostPort), pod("web-b", "web", samePort), pod("client", "client", 0),
+		service("web", "web", "NodePort", map[string]any{"port": 80, "targetPort": 80, "nodePort": nodePort}),
+		service("client", "client", "ClusterIP", map[string]any{"port": 80, "targetPort": 80}),
+		service("same", "client", "NodePort", map[string]any{"port": 80, "targetPort": 80, "nodePort": samePort}),
 	}
 	w := &workload{podIPs: map[string]string{}, applied: "/etc/kubernetes/workload.json"}
 	c.writeFile(w.applied, mustJSON(c.t, map[string]any{"apiVersion": "v1", "kind": "List", "items": items}))
