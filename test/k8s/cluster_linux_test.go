@@ -100,6 +100,7 @@ func startCluster(t *testing.T, c components) *cluster {
 	cl := &cluster{node: newNode(t, plugins, []string{c.k8s.bin, c.etcd.bin, c.containerd.bin}, kubeletGlobals), root: moduleRoot(t)}
 	cl.writePKI()
 	cl.writeConflist()
+	cl.startOutside()
 	containerd := cl.startContainerd()
 	etcd := cl.start("etcd", "--name", nodeName, "--data-dir", "/var/lib/etcd", "--unsafe-no-fsync", "--log-level", "warn",
 		"--listen-client-urls", "http://127.0.0.1:2379", "--advertise-client-urls", "http://127.0.0.1:2379",

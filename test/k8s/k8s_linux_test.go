@@ -20,7 +20,7 @@ func TestKubernetesNode(t *testing.T) {
 	sandbox.Require(t)
 	c := findComponents(t)
 	var missing []string
-	for _, tool := range []string{"unshare", "nsenter", "ip", "curl", "runc", "nft", "iptables"} {
+	for _, tool := range []string{"unshare", "nsenter", "ip", "curl", "runc", "nft", "iptables", "busybox"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			missing = append(missing, tool)
 		}

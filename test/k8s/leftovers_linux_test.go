@@ -35,8 +35,8 @@ func kept(path string) bool {
 // which shows iptables-nft's too, and iptables-legacy) naming an address.
 func (c *cluster) leftovers(ips []string) []string {
 	var found []string
-	if out, err := c.run(30*time.Second, "ip", "-o", "link", "show", "type", "veth"); err != nil || strings.TrimSpace(out) != "" {
-		found = append(found, "veth: "+strings.TrimSpace(out)+errText(err))
+	for _, veth := range c.podVeths() {
+		found = append(found, "veth: "+veth)
 	}
 	for _, dir := range stateDirs {
 		_ = filepath.WalkDir(c.path(dir), func(p string, d fs.DirEntry, err error) error {
@@ -69,11 +69,17 @@ func (c *cluster) leftovers(ips []string) []string {
 	return found
 }
 
-func errText(err error) string {
-	if err == nil {
-		return ""
+// podVeths lists the node's veth links but the one to the outside
+// (outsideLink), one line each.
+func (c *cluster) podVeths() []string {
+	c.t.Helper()
+	var veths []string
+	for _, line := range strings.Split(strings.TrimSpace(c.must("ip", "-o", "link", "show", "type", "veth")), "\n") {
+		if line != "" && !strings.Contains(line, " "+outsideLink+"@") {
+			veths = append(veths, line)
+		}
 	}
-	return " (" + err.Error() + ")"
+	return veths
 }
 
 // requireFootprint fails the test unless, with the pods running, the

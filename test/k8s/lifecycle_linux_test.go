@@ -55,9 +55,8 @@ func (c *cluster) requireOneAddressEach(when string) {
 	if !slices.Equal(leases, ips) {
 		c.t.Errorf("%s: host-local leases %v, the pods hold %v", when, leases, pods)
 	}
-	veths := strings.Count(strings.TrimSpace(c.must("ip", "-o", "link", "show", "type", "veth")), "\n") + 1
-	if veths != len(pods) {
-		c.t.Errorf("%s: %d veths for %d pods:\n%s", when, veths, len(pods), c.must("ip", "-o", "link", "show", "type", "veth"))
+	if veths := c.podVeths(); len(veths) != len(pods) {
+		c.t.Errorf("%s: %d veths for %d pods:\n%s", when, len(veths), len(pods), strings.Join(veths, "\n"))
 	}
 }
 

@@ -8,24 +8,25 @@ import (
 	"time"
 )
 
-// fetchFromNode fetches the page of an address (host:port) from the
+// fetchFromNode fetches the page of an address (host:port[/path]) from the
 // node's own network namespace, as a program of the node does.
 func (c *cluster) fetchFromNode(addr string) (string, error) {
-	out, err := c.run(10*time.Second, "curl", "-sS", "--max-time", "3", "http://"+addr+"/")
+	out, err := c.run(10*time.Second, "curl", "-sS", "--max-time", "3", "http://"+addr)
 	return strings.TrimSpace(out), err
 }
 
-// fetchFromPod fetches the page of an address count times from inside a
-// pod (kubectl exec, busybox nc: the static busybox's wget crashes in a
+// fetchFromPod fetches the page of an address (host:port, and a path if
+// not /) count times from inside a pod (kubectl exec, busybox nc: the static busybox's wget crashes in a
 // root filesystem without NSS) and returns the answers; a failed fetch
 // answers "failed".
 func (c *cluster) fetchFromPod(pod, addr string, count int) []string {
 	c.t.Helper()
-	host, port, _ := strings.Cut(addr, ":")
+	hostPort, path, _ := strings.Cut(addr, "/")
+	host, port, _ := strings.Cut(hostPort, ":")
 	script := fmt.Sprintf(`for i in $(seq %d); do
-	page=$(printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 %s %s | tail -n 1)
+	page=$(printf 'GET /%s HTTP/1.0\r\n\r\n' | nc -w 3 %s %s 2>/dev/null | tail -n 1)
 	echo "${page:-failed}"
-done`, count, host, port)
+done`, count, path, host, port)
 	out, err := c.run(time.Duration(count)*5*time.Second+30*time.Second, "kubectl", "exec", pod, "--", "sh", "-c", script)
 	if err != nil {
 		c.t.Errorf("kubectl exec %s: %v", pod, err)
@@ -105,6 +106,7 @@ func (c *cluster) requireTraffic(w *workload, port, node int) {
 	c.requireReached("hostPort "+hp+" from pod client", fromClient(hp), "web-a")
 	self := w.selfIP + ":80"
 	c.requireReached("hairpin: pod client through Service client "+self, fromClient(self), "client")
+	c.requireReached("egress of pod client to "+outsideEcho, fromClient(outsideEcho), nodeAddr)
 }
 
 // requireClosed fails the test unless an address stops answering from the
