@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"cnisuite/test/nodens"
 	"cnisuite/test/sandbox"
 )
 
@@ -81,10 +82,10 @@ func moduleRoot(t *testing.T) string {
 
 // cluster is a node of one with its control plane running on it.
 type cluster struct {
-	*node
+	*nodens.Node
 	root      string // the module's checkout
-	kubelet   *daemon
-	kubeProxy *daemon
+	kubelet   *nodens.Daemon
+	kubeProxy *nodens.Daemon
 	mode      string // kube-proxy's
 }
 
@@ -97,21 +98,21 @@ func startCluster(t *testing.T, c components) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := &cluster{node: newNode(t, plugins, []string{c.k8s.bin, c.etcd.bin, c.containerd.bin}, kubeletGlobals), root: moduleRoot(t)}
+	cl := &cluster{Node: newNode(t, plugins, []string{c.k8s.bin, c.etcd.bin, c.containerd.bin}, kubeletGlobals), root: moduleRoot(t)}
 	cl.writePKI()
 	cl.writeConflist()
 	cl.startOutside()
 	containerd := cl.startContainerd()
-	etcd := cl.start("etcd", "--name", nodeName, "--data-dir", "/var/lib/etcd", "--unsafe-no-fsync", "--log-level", "warn",
+	etcd := cl.Start("etcd", "--name", nodeName, "--data-dir", "/var/lib/etcd", "--unsafe-no-fsync", "--log-level", "warn",
 		"--listen-client-urls", "http://127.0.0.1:2379", "--advertise-client-urls", "http://127.0.0.1:2379",
 		"--listen-peer-urls", "http://127.0.0.1:2380", "--initial-advertise-peer-urls", "http://127.0.0.1:2380",
 		"--initial-cluster", nodeName+"=http://127.0.0.1:2380")
 	cl.await(etcd, "etcd healthy", "curl", "-fsS", "http://127.0.0.1:2379/health")
-	apiserver := cl.start("kube-apiserver", apiserverArgs()...)
+	apiserver := cl.Start("kube-apiserver", apiserverArgs()...)
 	cl.importImages(containerd)
 	cl.await(apiserver, "the API server ready", "kubectl", "get", "--raw", "/readyz")
 	// Only the EndpointSlice controller: kube-proxy reads the slices.
-	cl.start("kube-controller-manager", "--kubeconfig", adminConf, "--controllers", "endpointslice",
+	cl.Start("kube-controller-manager", "--kubeconfig", adminConf, "--controllers", "endpointslice",
 		"--leader-elect=false", "--bind-address", "127.0.0.1")
 	cl.kubelet = cl.startKubelet()
 	cl.await(cl.kubelet, "the node Ready", "kubectl", "wait", "--for=condition=Ready", "node/"+nodeName, "--timeout=5s")
@@ -121,15 +122,15 @@ func startCluster(t *testing.T, c components) *cluster {
 // await polls a command in the node until it succeeds, for at most two
 // minutes, and fails the test with what d wrote when it does not (or d
 // exits first).
-func (c *cluster) await(d *daemon, what string, name string, args ...string) {
-	c.t.Helper()
+func (c *cluster) await(d *nodens.Daemon, what string, name string, args ...string) {
+	c.T.Helper()
 	var last error
-	ok := waitFor(2*time.Minute, func() bool {
-		_, last = c.run(30*time.Second, name, args...)
-		return last == nil || d.exited()
+	ok := nodens.WaitFor(2*time.Minute, func() bool {
+		_, last = c.Run(30*time.Second, name, args...)
+		return last == nil || d.Exited()
 	})
-	if !ok || d.exited() {
-		c.t.Fatalf("waiting for %s: %v (%s exited: %v)\n%s said:\n%s", what, last, d.name, d.err, d.name, d.tail(60))
+	if !ok || d.Exited() {
+		c.T.Fatalf("waiting for %s: %v (%s exited: %v)\n%s said:\n%s", what, last, d.Name, d.Err(), d.Name, d.Tail(60))
 	}
 }
 
@@ -153,36 +154,36 @@ func apiserverArgs() []string {
 // so that containerd sends STATUS on every status poll of the kubelet (the
 // node's Ready condition follows the answer).
 func (c *cluster) writeConflist() {
-	c.t.Helper()
+	c.T.Helper()
 	data, err := os.ReadFile(filepath.Join(c.root, "examples", "kubernetes.conflist"))
 	if err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	var list map[string]any
 	if err := json.Unmarshal(data, &list); err != nil {
-		c.t.Fatalf("examples/kubernetes.conflist: %v", err)
+		c.T.Fatalf("examples/kubernetes.conflist: %v", err)
 	}
 	list["cniVersion"] = "1.1.0"
-	c.writeFile(conflistPath, mustJSON(c.t, list))
+	c.WriteFile(conflistPath, mustJSON(c.T, list))
 }
 
 // startContainerd starts containerd 2.x on test/e2e's configuration (its
 // CRI plugin on our conflist, the pause image pinned) and waits until it
 // answers.
-func (c *cluster) startContainerd() *daemon {
-	c.t.Helper()
+func (c *cluster) startContainerd() *nodens.Daemon {
+	c.T.Helper()
 	tmpl, err := os.ReadFile(filepath.Join(c.root, "test", "e2e", "testdata", "containerd2", "config-v3.toml"))
 	if err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	conf := strings.NewReplacer("@CNI_BIN_DIR@", "/opt/cni/bin", "@CNI_CONF_DIR@", filepath.Dir(conflistPath)).Replace(string(tmpl))
-	c.writeFile(containerdConf, []byte(conf))
-	d := c.start("containerd", "--config", containerdConf)
+	c.WriteFile(containerdConf, []byte(conf))
+	d := c.Start("containerd", "--config", containerdConf)
 	c.await(d, "containerd", "ctr", "--address", containerdSock, "version")
 	return d
 }
 
-func mustJSON(t *testing.T, v any) []byte {
+func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -192,13 +193,13 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 // failureLog logs the end of what each daemon wrote when the test failed.
-func failureLog(t *testing.T, daemons ...*daemon) {
+func failureLog(t testing.TB, daemons ...*nodens.Daemon) {
 	if !t.Failed() {
 		return
 	}
 	for _, d := range daemons {
 		if d != nil {
-			t.Logf("the last lines %s wrote:\n%s", d.name, d.tail(40))
+			t.Logf("the last lines %s wrote:\n%s", d.Name, d.Tail(40))
 		}
 	}
 }

@@ -13,13 +13,13 @@ var baseJump = regexp.MustCompile(`^-A (PREROUTING|OUTPUT|POSTROUTING) `)
 // included), and the rules of iptables' built-in nat chains in the order
 // a packet meets them.
 func (c *cluster) logFirewall() {
-	c.t.Helper()
+	c.T.Helper()
 	var jumps []string
-	for _, line := range strings.Split(c.must("iptables-save", "-t", "nat"), "\n") {
+	for _, line := range strings.Split(c.Must("iptables-save", "-t", "nat"), "\n") {
 		if baseJump.MatchString(line) {
 			jumps = append(jumps, line)
 		}
 	}
-	c.t.Logf("kube-proxy in %s mode, the node's nftables chains:\n%s\niptables' nat base chains:\n%s",
-		c.mode, c.must("nft", "list", "chains"), strings.Join(jumps, "\n"))
+	c.T.Logf("kube-proxy in %s mode, the node's nftables chains:\n%s\niptables' nat base chains:\n%s",
+		c.mode, c.Must("nft", "list", "chains"), strings.Join(jumps, "\n"))
 }

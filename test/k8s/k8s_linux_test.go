@@ -40,7 +40,7 @@ func TestKubernetesNode(t *testing.T) {
 func runNode(t *testing.T, comps components, mode string) {
 	c := startCluster(t, comps)
 	t.Cleanup(func() { failureLog(t, c.kubelet, c.kubeProxy) })
-	requireMasksWritten(c.node)
+	c.requireMasksWritten()
 	ready := c.watchReady()
 	// kube-proxy first, as on a node its DaemonSet pod comes before the
 	// workload's: our plugins choose their firewall backend beside it.

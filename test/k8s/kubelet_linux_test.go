@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"cnisuite/test/crinode"
+	"cnisuite/test/nodens"
 )
 
 // busyboxImage is the image of every pod: a static busybox, no registry
@@ -20,14 +21,14 @@ const busyboxImage = "cnisuite.test/busybox:k8s"
 // the QoS hierarchy (the pods' cgroups under the node's own root, which
 // teardown removes), the node's pod CIDR, no eviction, and cgroup v1
 // allowed (these machines have it).
-func (c *cluster) startKubelet() *daemon {
-	c.t.Helper()
+func (c *cluster) startKubelet() *nodens.Daemon {
+	c.T.Helper()
 	off := "0%" // the kubelet ignores a threshold of 0%
-	c.writeFile(kubeletConf, mustJSON(c.t, map[string]any{
+	c.WriteFile(kubeletConf, mustJSON(c.T, map[string]any{
 		"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
 		"authentication": map[string]any{"anonymous": map[string]any{"enabled": true}, "webhook": map[string]any{"enabled": false}},
 		"authorization":  map[string]any{"mode": "AlwaysAllow"},
-		"cgroupDriver":   "cgroupfs", "cgroupsPerQOS": false, "cgroupRoot": c.cgroup, "enforceNodeAllocatable": []string{},
+		"cgroupDriver":   "cgroupfs", "cgroupsPerQOS": false, "cgroupRoot": c.CgroupRoot, "enforceNodeAllocatable": []string{},
 		"failSwapOn": false, "failCgroupV1": false, "protectKernelDefaults": false,
 		"containerRuntimeEndpoint": "unix://" + containerdSock,
 		"podCIDR":                  podCIDR, "readOnlyPort": 0, "healthzBindAddress": "127.0.0.1",
@@ -37,17 +38,17 @@ func (c *cluster) startKubelet() *daemon {
 			"imagefs.available": off, "imagefs.inodesFree": off},
 		"imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99, "serializeImagePulls": false,
 	}))
-	return c.start("kubelet", "--config", kubeletConf, "--kubeconfig", adminConf, "--hostname-override", nodeName,
+	return c.Start("kubelet", "--config", kubeletConf, "--kubeconfig", adminConf, "--hostname-override", nodeName,
 		"--node-ip", nodeAddr, "--root-dir", "/var/lib/kubelet")
 }
 
 // startKubeProxy starts kube-proxy in the given mode, with every conntrack
 // setting it would write switched off, and waits until it has synced.
 func (c *cluster) startKubeProxy(mode string) {
-	c.t.Helper()
+	c.T.Helper()
 	c.mode = mode
 	zero := 0
-	c.writeFile(kubeProxyConf, mustJSON(c.t, map[string]any{
+	c.WriteFile(kubeProxyConf, mustJSON(c.T, map[string]any{
 		"apiVersion": "kubeproxy.config.k8s.io/v1alpha1", "kind": "KubeProxyConfiguration",
 		"clientConnection": map[string]any{"kubeconfig": adminConf},
 		"mode":             mode, "clusterCIDR": "10.244.0.0/16", "hostnameOverride": nodeName,
@@ -56,30 +57,30 @@ func (c *cluster) startKubeProxy(mode string) {
 		"iptables":  map[string]any{"minSyncPeriod": "1s", "syncPeriod": "30s"},
 		"nftables":  map[string]any{"minSyncPeriod": "1s", "syncPeriod": "30s"},
 	}))
-	c.kubeProxy = c.start("kube-proxy", "--config", kubeProxyConf)
+	c.kubeProxy = c.Start("kube-proxy", "--config", kubeProxyConf)
 	c.await(c.kubeProxy, "kube-proxy synced", "curl", "-fsS", "http://127.0.0.1:10256/healthz")
 }
 
 // restartKubeProxy stops kube-proxy (SIGTERM, as a DaemonSet rollout does)
 // and starts it again in the same mode.
 func (c *cluster) restartKubeProxy() {
-	c.t.Helper()
-	c.kubeProxy.stop()
+	c.T.Helper()
+	c.kubeProxy.Stop()
 	c.startKubeProxy(c.mode)
 }
 
 // importImages writes the pause image containerd's configuration pins and
 // the pods' busybox image as a docker-archive, and imports both into the
 // CRI's namespace.
-func (c *cluster) importImages(containerd *daemon) {
-	c.t.Helper()
-	conf, err := os.ReadFile(c.path(containerdConf))
+func (c *cluster) importImages(containerd *nodens.Daemon) {
+	c.T.Helper()
+	conf, err := os.ReadFile(c.Path(containerdConf))
 	if err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	m := regexp.MustCompile(`(?m)^\s*sandbox\s*=\s*"([^"]+)"`).FindSubmatch(conf)
 	if m == nil {
-		c.t.Fatalf("containerd's configuration pins no sandbox image:\n%s", conf)
+		c.T.Fatalf("containerd's configuration pins no sandbox image:\n%s", conf)
 	}
 	rootfs := c.busyboxRootfs()
 	pause := []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait; done"}
@@ -88,54 +89,54 @@ func (c *cluster) importImages(containerd *daemon) {
 		{Ref: busyboxImage, Rootfs: rootfs, Cmd: []string{"/bin/sh"}},
 	})
 	if err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
-	c.writeFile("/run/images.tar", archive)
-	out, err := c.run(2*time.Minute, "ctr", "--address", containerdSock, "-n", "k8s.io", "images", "import", "/run/images.tar")
+	c.WriteFile("/run/images.tar", archive)
+	out, err := c.Run(2*time.Minute, "ctr", "--address", containerdSock, "-n", "k8s.io", "images", "import", "/run/images.tar")
 	if err != nil {
-		c.t.Fatalf("importing images: %v\ncontainerd said:\n%s", err, containerd.tail(30))
+		c.T.Fatalf("importing images: %v\ncontainerd said:\n%s", err, containerd.Tail(30))
 	}
-	c.t.Logf("images imported: %s", strings.TrimSpace(out))
+	c.T.Logf("images imported: %s", strings.TrimSpace(out))
 }
 
 // busyboxRootfs is a root filesystem of the static busybox with every
 // applet linked in /bin.
 func (c *cluster) busyboxRootfs() string {
-	c.t.Helper()
+	c.T.Helper()
 	bb := "/bin/busybox"
 	if f, err := elf.Open(bb); err != nil {
-		c.t.Fatalf("%s: %v (install busybox-static: scripts/install-e2e-deps.sh)", bb, err)
+		c.T.Fatalf("%s: %v (install busybox-static: scripts/install-e2e-deps.sh)", bb, err)
 	} else {
 		defer f.Close()
 		for _, p := range f.Progs {
 			if p.Type == elf.PT_INTERP {
-				c.t.Fatalf("%s is dynamically linked: install busybox-static (scripts/install-e2e-deps.sh)", bb)
+				c.T.Fatalf("%s is dynamically linked: install busybox-static (scripts/install-e2e-deps.sh)", bb)
 			}
 		}
 	}
-	root := c.t.TempDir()
+	root := c.T.TempDir()
 	for _, d := range []string{"bin", "etc", "proc", "sys", "dev", "tmp", "run"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			c.t.Fatal(err)
+			c.T.Fatal(err)
 		}
 	}
 	data, err := os.ReadFile(bb)
 	if err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	list, err := exec.Command(bb, "--list").Output()
 	if err != nil {
-		c.t.Fatalf("busybox --list: %v", err)
+		c.T.Fatalf("busybox --list: %v", err)
 	}
 	files := map[string]string{"bin/busybox": string(data), "etc/passwd": "root:x:0:0:root:/:/bin/sh\n", "etc/group": "root:x:0:\n"}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(root, name), []byte(content), 0o755); err != nil {
-			c.t.Fatal(err)
+			c.T.Fatal(err)
 		}
 	}
 	for _, applet := range strings.Fields(string(list)) {
 		if err := os.Symlink("busybox", filepath.Join(root, "bin", applet)); err != nil && !os.IsExist(err) {
-			c.t.Fatal(err)
+			c.T.Fatal(err)
 		}
 	}
 	return root

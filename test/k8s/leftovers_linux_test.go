@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"cnisuite/test/nodens"
 )
 
 // stateDirs are where our plugins (and the runtime's libcni result cache)
@@ -39,8 +41,8 @@ func (c *cluster) leftovers(ips []string) []string {
 		found = append(found, "veth: "+veth)
 	}
 	for _, dir := range stateDirs {
-		_ = filepath.WalkDir(c.path(dir), func(p string, d fs.DirEntry, err error) error {
-			if rel := strings.TrimPrefix(p, c.path("")); err == nil && !d.IsDir() && !kept(rel) {
+		_ = filepath.WalkDir(c.Path(dir), func(p string, d fs.DirEntry, err error) error {
+			if rel := strings.TrimPrefix(p, c.Path("")); err == nil && !d.IsDir() && !kept(rel) {
 				found = append(found, "state file: "+rel)
 			}
 			return nil // a directory that vanished mid-walk holds nothing
@@ -52,7 +54,7 @@ func (c *cluster) leftovers(ips []string) []string {
 	}
 	addr := regexp.MustCompile(`(^|[^0-9.])(` + strings.Join(alts, "|") + `)([^0-9]|$)`)
 	for _, dump := range []string{"nft list ruleset", "if command -v iptables-legacy-save >/dev/null; then iptables-legacy-save; fi"} {
-		out, err := c.run(30*time.Second, "sh", "-c", dump)
+		out, err := c.Run(30*time.Second, "sh", "-c", dump)
 		if err != nil {
 			found = append(found, err.Error())
 		}
@@ -72,9 +74,9 @@ func (c *cluster) leftovers(ips []string) []string {
 // podVeths lists the node's veth links but the one to the outside
 // (outsideLink), one line each.
 func (c *cluster) podVeths() []string {
-	c.t.Helper()
+	c.T.Helper()
 	var veths []string
-	for _, line := range strings.Split(strings.TrimSpace(c.must("ip", "-o", "link", "show", "type", "veth")), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(c.Must("ip", "-o", "link", "show", "type", "veth")), "\n") {
 		if line != "" && !strings.Contains(line, " "+outsideLink+"@") {
 			veths = append(veths, line)
 		}
@@ -86,11 +88,11 @@ func (c *cluster) podVeths() []string {
 // leftovers check finds their veths, leases and rules: proof that it looks
 // where they are.
 func (c *cluster) requireFootprint(ips []string) {
-	c.t.Helper()
+	c.T.Helper()
 	found := c.leftovers(ips)
 	for _, kind := range []string{"veth: ", "state file: ", "rule: "} {
 		if !slices.ContainsFunc(found, func(f string) bool { return strings.HasPrefix(f, kind) }) {
-			c.t.Errorf("with pods %v running, the leftovers check finds no %q among:\n  %s", ips, kind, strings.Join(found, "\n  "))
+			c.T.Errorf("with pods %v running, the leftovers check finds no %q among:\n  %s", ips, kind, strings.Join(found, "\n  "))
 		}
 	}
 }
@@ -98,9 +100,9 @@ func (c *cluster) requireFootprint(ips []string) {
 // requireClean fails the test unless, within a minute of the pods'
 // deletion, nothing of theirs is left.
 func (c *cluster) requireClean(ips []string) {
-	c.t.Helper()
+	c.T.Helper()
 	var found []string
-	if !waitFor(time.Minute, func() bool { found = c.leftovers(ips); return len(found) == 0 }) {
-		c.t.Errorf("after every pod was deleted, the node still holds:\n  %s", strings.Join(found, "\n  "))
+	if !nodens.WaitFor(time.Minute, func() bool { found = c.leftovers(ips); return len(found) == 0 }) {
+		c.T.Errorf("after every pod was deleted, the node still holds:\n  %s", strings.Join(found, "\n  "))
 	}
 }

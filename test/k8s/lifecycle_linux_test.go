@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"cnisuite/test/nodens"
 )
 
 // leaseDir is host-local's directory of examples/kubernetes.conflist's
@@ -14,8 +16,8 @@ const leaseDir = "/var/lib/cni/networks/k8s-pod-network"
 
 // podAddresses reads every pod's address from the API server.
 func (c *cluster) podAddresses() map[string]string {
-	c.t.Helper()
-	out := c.must("kubectl", "get", "pods", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.podIP}{"\n"}{end}`)
+	c.T.Helper()
+	out := c.Must("kubectl", "get", "pods", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.podIP}{"\n"}{end}`)
 	ips := map[string]string{}
 	for _, line := range strings.Fields(out) {
 		name, ip, _ := strings.Cut(line, "=")
@@ -28,23 +30,23 @@ func (c *cluster) podAddresses() map[string]string {
 // of its own and the node holds nothing more: as many veths as pods, and
 // host-local's leases exactly the pods' addresses.
 func (c *cluster) requireOneAddressEach(when string) {
-	c.t.Helper()
+	c.T.Helper()
 	pods := c.podAddresses()
 	var ips []string
 	for name, ip := range pods {
 		if net.ParseIP(ip) == nil {
-			c.t.Errorf("%s: pod %s has no address (%q)", when, name, ip)
+			c.T.Errorf("%s: pod %s has no address (%q)", when, name, ip)
 		}
 		ips = append(ips, ip)
 	}
 	slices.Sort(ips)
 	if len(slices.Compact(slices.Clone(ips))) != len(ips) {
-		c.t.Errorf("%s: pods share an address: %v", when, pods)
+		c.T.Errorf("%s: pods share an address: %v", when, pods)
 	}
 	var leases []string
-	entries, err := os.ReadDir(c.path(leaseDir))
+	entries, err := os.ReadDir(c.Path(leaseDir))
 	if err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	for _, e := range entries {
 		if net.ParseIP(e.Name()) != nil {
@@ -53,18 +55,18 @@ func (c *cluster) requireOneAddressEach(when string) {
 	}
 	slices.Sort(leases)
 	if !slices.Equal(leases, ips) {
-		c.t.Errorf("%s: host-local leases %v, the pods hold %v", when, leases, pods)
+		c.T.Errorf("%s: host-local leases %v, the pods hold %v", when, leases, pods)
 	}
 	if veths := c.podVeths(); len(veths) != len(pods) {
-		c.t.Errorf("%s: %d veths for %d pods:\n%s", when, len(veths), len(pods), strings.Join(veths, "\n"))
+		c.T.Errorf("%s: %d veths for %d pods:\n%s", when, len(veths), len(pods), strings.Join(veths, "\n"))
 	}
 }
 
 // restartKubelet stops the kubelet (SIGTERM) with pods running and starts
 // it again; the pods keep running, and it waits until the node is Ready.
 func (c *cluster) restartKubelet() {
-	c.t.Helper()
-	c.kubelet.stop()
+	c.T.Helper()
+	c.kubelet.Stop()
 	c.kubelet = c.startKubelet()
 	c.await(c.kubelet, "the node Ready after the kubelet's restart", "kubectl", "wait", "--for=condition=Ready", "node/"+nodeName, "--timeout=5s")
 	c.await(c.kubelet, "the pods Ready after the kubelet's restart", "kubectl", "wait", "--for=condition=Ready", "pods", "--all", "--timeout=5s")
@@ -77,22 +79,22 @@ func (c *cluster) restartKubelet() {
 // the OOM killer would); the kubelet then removes it (DEL) and makes a new
 // one (ADD). It waits until the pod is Ready in its new sandbox.
 func (c *cluster) recreateSandbox(pod string) {
-	c.t.Helper()
+	c.T.Helper()
 	ctr := []string{"--address", containerdSock, "-n", "k8s.io"}
 	filter := `labels."io.kubernetes.pod.name"==` + pod + `,labels."io.cri-containerd.kind"==sandbox`
-	ids := strings.Fields(c.stdout("ctr", append(ctr, "containers", "ls", "-q", filter)...))
+	ids := strings.Fields(c.Stdout("ctr", append(ctr, "containers", "ls", "-q", filter)...))
 	if len(ids) != 1 {
-		c.t.Fatalf("pod %s has sandboxes %v, want one", pod, ids)
+		c.T.Fatalf("pod %s has sandboxes %v, want one", pod, ids)
 	}
 	restarts := c.jsonpath("pod/"+pod, "{.status.containerStatuses[0].restartCount}")
-	c.stdout("ctr", append(ctr, "tasks", "kill", "-s", "SIGKILL", ids[0])...)
-	if !waitFor(2*time.Minute, func() bool {
-		out, err := c.run(10*time.Second, "kubectl", "get", "pod/"+pod, "-o", "jsonpath={.status.containerStatuses[0].restartCount}")
+	c.Stdout("ctr", append(ctr, "tasks", "kill", "-s", "SIGKILL", ids[0])...)
+	if !nodens.WaitFor(2*time.Minute, func() bool {
+		out, err := c.Run(10*time.Second, "kubectl", "get", "pod/"+pod, "-o", "jsonpath={.status.containerStatuses[0].restartCount}")
 		return err == nil && strings.TrimSpace(out) != restarts
 	}) {
-		c.t.Fatalf("pod %s not restarted 2 minutes after its sandbox was killed:\n%s", pod, c.kubelet.tail(30))
+		c.T.Fatalf("pod %s not restarted 2 minutes after its sandbox was killed:\n%s", pod, c.kubelet.Tail(30))
 	}
 	c.await(c.kubelet, "pod "+pod+" Ready in its new sandbox", "kubectl", "wait", "--for=condition=Ready", "pod/"+pod, "--timeout=5s")
-	now := strings.Fields(c.stdout("ctr", append(ctr, "containers", "ls", "-q", filter)...))
-	c.t.Logf("pod %s: sandbox %s killed, now %v", pod, ids[0], now)
+	now := strings.Fields(c.Stdout("ctr", append(ctr, "containers", "ls", "-q", filter)...))
+	c.T.Logf("pod %s: sandbox %s killed, now %v", pod, ids[0], now)
 }

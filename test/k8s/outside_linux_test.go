@@ -19,21 +19,21 @@ const (
 // to: ip netns add outside; ip link add ext0 type veth peer name ext1
 // netns outside; ...
 func (c *cluster) startOutside() {
-	c.t.Helper()
-	c.must("ip", "netns", "add", "outside")
-	c.must("ip", "link", "add", outsideLink, "type", "veth", "peer", "name", "ext1", "netns", "outside")
-	c.must("ip", "link", "set", outsideLink, "master", "eth0", "up")
-	c.must("ip", "-n", "outside", "addr", "add", outsideAddr+"/24", "dev", "ext1")
-	c.must("ip", "-n", "outside", "link", "set", "ext1", "up")
+	c.T.Helper()
+	c.Must("ip", "netns", "add", "outside")
+	c.Must("ip", "link", "add", outsideLink, "type", "veth", "peer", "name", "ext1", "netns", "outside")
+	c.Must("ip", "link", "set", outsideLink, "master", "eth0", "up")
+	c.Must("ip", "-n", "outside", "addr", "add", outsideAddr+"/24", "dev", "ext1")
+	c.Must("ip", "-n", "outside", "link", "set", "ext1", "up")
 	script := outsideWWW + "/cgi-bin/addr"
 	// httpd listens on IPv6 too: an IPv4 peer is [::ffff:a.b.c.d].
-	c.writeFile(script, []byte(`#!/bin/sh
+	c.WriteFile(script, []byte(`#!/bin/sh
 addr=${REMOTE_ADDR#[::ffff:}
 printf 'Content-Type: text/plain\r\n\r\n%s\n' "${addr%]}"
 `))
-	if err := os.Chmod(c.path(script), 0o755); err != nil {
-		c.t.Fatal(err)
+	if err := os.Chmod(c.Path(script), 0o755); err != nil {
+		c.T.Fatal(err)
 	}
-	httpd := c.start("ip", "netns", "exec", "outside", "busybox", "httpd", "-f", "-p", "8000", "-h", outsideWWW)
+	httpd := c.Start("ip", "netns", "exec", "outside", "busybox", "httpd", "-f", "-p", "8000", "-h", outsideWWW)
 	c.await(httpd, "the outside's web server", "curl", "-fsS", "--max-time", "3", "http://"+outsideEcho)
 }

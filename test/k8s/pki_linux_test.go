@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"testing"
 	"time"
 )
 
@@ -26,15 +27,15 @@ type keyPair struct{ cert, key []byte }
 // writePKI writes a CA made for this test, the API server's serving
 // certificate, a client certificate in system:masters (authorization is
 // AlwaysAllow anyway) with its kubeconfig, and the service-account key.
-func (n *node) writePKI() {
-	n.t.Helper()
+func (c *cluster) writePKI() {
+	c.T.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		n.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	caTmpl := certTemplate("cnisuite test CA", nil)
 	caTmpl.IsCA, caTmpl.BasicConstraintsValid, caTmpl.KeyUsage = true, true, x509.KeyUsageCertSign
-	ca := n.issue(caTmpl, caTmpl, caKey, caKey)
+	ca := c.issue(caTmpl, caTmpl, caKey, caKey)
 	serving := certTemplate("kube-apiserver", nil)
 	serving.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	serving.DNSNames = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
@@ -43,27 +44,27 @@ func (n *node) writePKI() {
 	client.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	caCert, err := x509.ParseCertificate(pemBody(ca.cert))
 	if err != nil {
-		n.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		n.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	files := map[string][]byte{
-		"ca.crt": ca.cert, "sa.key": pemKey(n, saKey), "sa.pub": pemPublic(n, saKey),
+		"ca.crt": ca.cert, "sa.key": pemKey(c.T, saKey), "sa.pub": pemPublic(c.T, saKey),
 	}
 	for name, tmpl := range map[string]*x509.Certificate{"apiserver": serving, "admin": client} {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
-			n.t.Fatal(err)
+			c.T.Fatal(err)
 		}
-		pair := n.issue(tmpl, caCert, key, caKey)
+		pair := c.issue(tmpl, caCert, key, caKey)
 		files[name+".crt"], files[name+".key"] = pair.cert, pair.key
 	}
 	for name, data := range files {
-		n.writeFile(pkiDir+"/"+name, data)
+		c.WriteFile(pkiDir+"/"+name, data)
 	}
-	n.writeFile(adminConf, kubeconfig(files["ca.crt"], files["admin.crt"], files["admin.key"]))
+	c.WriteFile(adminConf, kubeconfig(files["ca.crt"], files["admin.crt"], files["admin.key"]))
 }
 
 // certTemplate is a certificate valid for a day, for the test's cluster.
@@ -79,27 +80,27 @@ func certTemplate(cn string, orgs []string) *x509.Certificate {
 }
 
 // issue signs tmpl's certificate for key with the parent's key.
-func (n *node) issue(tmpl, parent *x509.Certificate, key, parentKey *ecdsa.PrivateKey) keyPair {
-	n.t.Helper()
+func (c *cluster) issue(tmpl, parent *x509.Certificate, key, parentKey *ecdsa.PrivateKey) keyPair {
+	c.T.Helper()
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
-		n.t.Fatalf("certificate %s: %v", tmpl.Subject.CommonName, err)
+		c.T.Fatalf("certificate %s: %v", tmpl.Subject.CommonName, err)
 	}
-	return keyPair{pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pemKey(n, key)}
+	return keyPair{pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pemKey(c.T, key)}
 }
 
-func pemKey(n *node, key *ecdsa.PrivateKey) []byte {
+func pemKey(t testing.TB, key *ecdsa.PrivateKey) []byte {
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		n.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
 }
 
-func pemPublic(n *node, key *ecdsa.PrivateKey) []byte {
+func pemPublic(t testing.TB, key *ecdsa.PrivateKey) []byte {
 	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
 	if err != nil {
-		n.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }

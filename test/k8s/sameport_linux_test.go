@@ -10,7 +10,7 @@ import (
 // and from pod client: "NodePort", "hostPort", or the answers when they
 // are mixed or failed.
 func (c *cluster) samePortWinner() (fromNode, fromPod string) {
-	c.t.Helper()
+	c.T.Helper()
 	addr := fmt.Sprintf("%s:%d", nodeAddr, samePort)
 	name := func(answers []string) string {
 		seen := map[string]bool{}
@@ -39,12 +39,12 @@ func (c *cluster) samePortWinner() (fromNode, fromPod string) {
 // time it starts while we register ours when our table is created (the
 // network's first attachment, or a repair that recreates it).
 func (c *cluster) requireSamePort(when, want string) {
-	c.t.Helper()
+	c.T.Helper()
 	fromNode, fromPod := c.samePortWinner()
 	if fromNode != want || fromPod != want {
-		c.t.Errorf("%s, kube-proxy in %s mode: port %d, a node port and a host port, is answered from the node by %s and from a pod by %s, want %s (docs/operations.md)",
+		c.T.Errorf("%s, kube-proxy in %s mode: port %d, a node port and a host port, is answered from the node by %s and from a pod by %s, want %s (docs/operations.md)",
 			when, c.mode, samePort, fromNode, fromPod, want)
 	} else {
-		c.t.Logf("%s: port %d, a node port and a host port, is answered by the %s", when, samePort, want)
+		c.T.Logf("%s: port %d, a node port and a host port, is answered by the %s", when, samePort, want)
 	}
 }

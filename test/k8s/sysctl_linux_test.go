@@ -85,12 +85,12 @@ func requireGlobalsKept(t *testing.T, before map[string]string) {
 
 // requireMasksWritten fails the test unless every mask holds what the
 // kubelet writes: proof that it wrote them, into the masks.
-func requireMasksWritten(n *node) {
-	n.t.Helper()
+func (c *cluster) requireMasksWritten() {
+	c.T.Helper()
 	for _, m := range kubeletGlobals {
-		got := strings.TrimSpace(n.must("cat", m.path))
+		got := strings.TrimSpace(c.Must("cat", m.path))
 		if got != m.want {
-			n.t.Errorf("inside the node %s is %s (the mask started at %s), want the kubelet's %s: did the kubelet write it, and into the mask?", m.path, got, maskSeed, m.want)
+			c.T.Errorf("inside the node %s is %s (the mask started at %s), want the kubelet's %s: did the kubelet write it, and into the mask?", m.path, got, maskSeed, m.want)
 		}
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"cnisuite/test/nodens"
 )
 
 // fetchFromNode fetches the page of an address (host:port[/path]) from the
 // node's own network namespace, as a program of the node does.
 func (c *cluster) fetchFromNode(addr string) (string, error) {
-	out, err := c.run(10*time.Second, "curl", "-sS", "--max-time", "3", "http://"+addr)
+	out, err := c.Run(10*time.Second, "curl", "-sS", "--max-time", "3", "http://"+addr)
 	return strings.TrimSpace(out), err
 }
 
@@ -20,16 +22,16 @@ func (c *cluster) fetchFromNode(addr string) (string, error) {
 // root filesystem without NSS) and returns the answers; a failed fetch
 // answers "failed".
 func (c *cluster) fetchFromPod(pod, addr string, count int) []string {
-	c.t.Helper()
+	c.T.Helper()
 	hostPort, path, _ := strings.Cut(addr, "/")
 	host, port, _ := strings.Cut(hostPort, ":")
 	script := fmt.Sprintf(`for i in $(seq %d); do
 	page=$(printf 'GET /%s HTTP/1.0\r\n\r\n' | nc -w 3 %s %s 2>/dev/null | tail -n 1)
 	echo "${page:-failed}"
 done`, count, path, host, port)
-	out, err := c.run(time.Duration(count)*5*time.Second+30*time.Second, "kubectl", "exec", pod, "--", "sh", "-c", script)
+	out, err := c.Run(time.Duration(count)*5*time.Second+30*time.Second, "kubectl", "exec", pod, "--", "sh", "-c", script)
 	if err != nil {
-		c.t.Errorf("kubectl exec %s: %v", pod, err)
+		c.T.Errorf("kubectl exec %s: %v", pod, err)
 		return nil
 	}
 	return strings.Fields(out)
@@ -46,7 +48,7 @@ const maxAnswers = 90
 // exactly want: a Service reaching all of its backends, and nothing else
 // (a failed fetch answers "failed").
 func (c *cluster) requireReached(what string, fetch func(count int) []string, want ...string) {
-	c.t.Helper()
+	c.T.Helper()
 	seen := map[string]int{}
 	for round := 0; round < maxAnswers/10 && len(seen) < len(want); round++ {
 		for _, answer := range fetch(10) {
@@ -55,9 +57,9 @@ func (c *cluster) requireReached(what string, fetch func(count int) []string, wa
 	}
 	names := slices.Sorted(maps.Keys(seen))
 	if !slices.Equal(names, slices.Sorted(slices.Values(want))) {
-		pods, _ := c.run(30*time.Second, "kubectl", "get", "pods", "-o", "wide")
-		slices, _ := c.run(30*time.Second, "kubectl", "get", "endpointslices", "-o", "wide")
-		c.t.Errorf("%s: answers %v, want exactly %v; now:\n%s\n%s", what, seen, want, pods, slices)
+		pods, _ := c.Run(30*time.Second, "kubectl", "get", "pods", "-o", "wide")
+		slices, _ := c.Run(30*time.Second, "kubectl", "get", "endpointslices", "-o", "wide")
+		c.T.Errorf("%s: answers %v, want exactly %v; now:\n%s\n%s", what, seen, want, pods, slices)
 	}
 }
 
@@ -65,8 +67,8 @@ func (c *cluster) requireReached(what string, fetch func(count int) []string, wa
 // at all: kube-proxy applies a change within its minSyncPeriod, after the
 // API server has it.
 func (c *cluster) fromNode(addr string, count int) []string {
-	c.t.Helper()
-	if !waitFor(30*time.Second, func() bool { _, err := c.fetchFromNode(addr); return err == nil }) {
+	c.T.Helper()
+	if !nodens.WaitFor(30*time.Second, func() bool { _, err := c.fetchFromNode(addr); return err == nil }) {
 		return []string{"failed"}
 	}
 	var got []string
@@ -85,7 +87,7 @@ func (c *cluster) fromNode(addr string, count int) []string {
 // node port, the host port from the node's loopback, its address and
 // another pod, and a pod reaching itself through a Service (hairpin).
 func (c *cluster) requireTraffic(w *workload, port, node int) {
-	c.t.Helper()
+	c.T.Helper()
 	fromNode := func(addr string) func(int) []string {
 		return func(count int) []string { return c.fromNode(addr, count) }
 	}
@@ -112,13 +114,13 @@ func (c *cluster) requireTraffic(w *workload, port, node int) {
 // requireClosed fails the test unless an address stops answering from the
 // node within 30 s: a Service port or node port that was moved away.
 func (c *cluster) requireClosed(addr string) {
-	c.t.Helper()
+	c.T.Helper()
 	var out string
-	if !waitFor(30*time.Second, func() bool {
+	if !nodens.WaitFor(30*time.Second, func() bool {
 		var err error
 		out, err = c.fetchFromNode(addr)
 		return err != nil
 	}) {
-		c.t.Errorf("%s still answers %q after the Service moved", addr, out)
+		c.T.Errorf("%s still answers %q after the Service moved", addr, out)
 	}
 }

@@ -64,7 +64,7 @@ func service(name, app, typ string, ports map[string]any) map[string]any {
 // readiness probes, sent by the kubelet from the node to the pod's
 // address, pass.
 func (c *cluster) deploy() *workload {
-	c.t.Helper()
+	c.T.Helper()
 	items := []any{
 		pod("web-a", "web", hostPort), pod("web-b", "web", samePort), pod("client", "client", 0),
 		service("web", "web", "NodePort", map[string]any{"port": 80, "targetPort": 80, "nodePort": nodePort}),
@@ -72,32 +72,32 @@ func (c *cluster) deploy() *workload {
 		service("same", "client", "NodePort", map[string]any{"port": 80, "targetPort": 80, "nodePort": samePort}),
 	}
 	w := &workload{podIPs: map[string]string{}, applied: "/etc/kubernetes/workload.json"}
-	c.writeFile(w.applied, mustJSON(c.t, map[string]any{"apiVersion": "v1", "kind": "List", "items": items}))
-	c.must("kubectl", "apply", "-f", w.applied)
+	c.WriteFile(w.applied, mustJSON(c.T, map[string]any{"apiVersion": "v1", "kind": "List", "items": items}))
+	c.Must("kubectl", "apply", "-f", w.applied)
 	pods := append([]string{"client"}, webPods...)
 	args := []string{"wait", "--for=condition=Ready", "--timeout=180s"}
 	for _, p := range pods {
 		args = append(args, "pod/"+p)
 	}
-	if out, err := c.run(200*time.Second, "kubectl", args...); err != nil {
-		c.t.Fatalf("pods not Ready: %v\n%s\n%s\nthe kubelet said:\n%s", err, out,
-			c.must("kubectl", "get", "pods", "-o", "wide"), c.kubelet.tail(40))
+	if out, err := c.Run(200*time.Second, "kubectl", args...); err != nil {
+		c.T.Fatalf("pods not Ready: %v\n%s\n%s\nthe kubelet said:\n%s", err, out,
+			c.Must("kubectl", "get", "pods", "-o", "wide"), c.kubelet.Tail(40))
 	}
 	for _, p := range pods {
 		w.podIPs[p] = c.jsonpath("pod/"+p, "{.status.podIP}")
 	}
 	w.webIP = c.jsonpath("service/web", "{.spec.clusterIP}")
 	w.selfIP = c.jsonpath("service/client", "{.spec.clusterIP}")
-	c.t.Logf("pods %v, Service web %s, Service client %s", w.podIPs, w.webIP, w.selfIP)
+	c.T.Logf("pods %v, Service web %s, Service client %s", w.podIPs, w.webIP, w.selfIP)
 	return w
 }
 
 // jsonpath reads a field of an object through kubectl.
 func (c *cluster) jsonpath(object, path string) string {
-	c.t.Helper()
-	out := strings.TrimSpace(c.must("kubectl", "get", object, "-o", "jsonpath="+path))
+	c.T.Helper()
+	out := strings.TrimSpace(c.Must("kubectl", "get", object, "-o", "jsonpath="+path))
 	if out == "" {
-		c.t.Fatalf("%s has no %s", object, path)
+		c.T.Fatalf("%s has no %s", object, path)
 	}
 	return out
 }
@@ -106,16 +106,16 @@ func (c *cluster) jsonpath(object, path string) string {
 // running (a JSON patch: a strategic merge would add a port, keyed by
 // port number, instead of changing it).
 func (c *cluster) moveService() {
-	c.t.Helper()
+	c.T.Helper()
 	patch := fmt.Sprintf(`[{"op":"replace","path":"/spec/ports/0/port","value":%d},{"op":"replace","path":"/spec/ports/0/nodePort","value":%d}]`,
 		movedPort, movedNodePrt)
-	c.must("kubectl", "patch", "service", "web", "--type=json", "-p", patch)
+	c.Must("kubectl", "patch", "service", "web", "--type=json", "-p", patch)
 }
 
 // deleteAll deletes every pod and waits until they are gone.
 func (c *cluster) deleteAll() {
-	c.t.Helper()
-	if out, err := c.run(3*time.Minute, "kubectl", "delete", "pods", "--all", "--wait=true", "--timeout=150s"); err != nil {
-		c.t.Fatalf("deleting the pods: %v\n%s\nthe kubelet said:\n%s", err, out, c.kubelet.tail(40))
+	c.T.Helper()
+	if out, err := c.Run(3*time.Minute, "kubectl", "delete", "pods", "--all", "--wait=true", "--timeout=150s"); err != nil {
+		c.T.Fatalf("deleting the pods: %v\n%s\nthe kubelet said:\n%s", err, out, c.kubelet.Tail(40))
 	}
 }

@@ -1,4 +1,4 @@
-package k8s
+package nodens
 
 import (
 	"bytes"
@@ -9,26 +9,27 @@ import (
 	"time"
 )
 
-// daemon is a long-lived program running inside the node.
-type daemon struct {
-	name string
+// Daemon is a long-lived program running inside the node.
+type Daemon struct {
+	// Name is the program's, for messages.
+	Name string
 	pid  int
 	out  *syncBuffer
 	done chan struct{} // closed when it exits
 	err  error         // its exit, once done is closed
 }
 
-// start runs a long-lived program inside the node, bounded to 20 minutes,
+// Start runs a long-lived program inside the node, bounded to 20 minutes,
 // and stops it, by its PID, when the test ends.
-func (n *node) start(name string, args ...string) *daemon {
-	n.t.Helper()
+func (n *Node) Start(name string, args ...string) *Daemon {
+	n.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	cmd := n.command(ctx, name, args...)
-	d := &daemon{name: name, out: &syncBuffer{}, done: make(chan struct{})}
+	d := &Daemon{Name: name, out: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = d.out, d.out
 	if err := cmd.Start(); err != nil {
 		cancel()
-		n.t.Fatalf("starting %s: %v", name, err)
+		n.T.Fatalf("starting %s: %v", name, err)
 	}
 	d.pid = cmd.Process.Pid
 	go func() {
@@ -36,12 +37,12 @@ func (n *node) start(name string, args ...string) *daemon {
 		cancel()
 		close(d.done)
 	}()
-	n.t.Cleanup(d.stop)
+	n.T.Cleanup(d.Stop)
 	return d
 }
 
-// exited tells whether the program has exited.
-func (d *daemon) exited() bool {
+// Exited tells whether the program has exited.
+func (d *Daemon) Exited() bool {
 	select {
 	case <-d.done:
 		return true
@@ -50,8 +51,16 @@ func (d *daemon) exited() bool {
 	}
 }
 
-// wait waits up to timeout for the program to exit and tells whether it did.
-func (d *daemon) wait(timeout time.Duration) bool {
+// Err is how the program exited (nil while it runs).
+func (d *Daemon) Err() error {
+	if !d.Exited() {
+		return nil
+	}
+	return d.err
+}
+
+// Wait waits up to timeout for the program to exit and tells whether it did.
+func (d *Daemon) Wait(timeout time.Duration) bool {
 	select {
 	case <-d.done:
 		return true
@@ -60,21 +69,24 @@ func (d *daemon) wait(timeout time.Duration) bool {
 	}
 }
 
-// stop ends the program by its PID: SIGTERM, then SIGKILL after 15 s.
+// Stop ends the program by its PID: SIGTERM, then SIGKILL after 15 s.
 // nsenter without --pid does not fork: the PID is the program's.
-func (d *daemon) stop() {
-	if d.exited() {
+func (d *Daemon) Stop() {
+	if d.Exited() {
 		return
 	}
 	_ = syscall.Kill(d.pid, syscall.SIGTERM) // it may exit meanwhile: then nothing to do
-	if !d.wait(15 * time.Second) {
+	if !d.Wait(15 * time.Second) {
 		_ = syscall.Kill(d.pid, syscall.SIGKILL) // likewise
-		d.wait(15 * time.Second)
+		d.Wait(15 * time.Second)
 	}
 }
 
-// tail is the end of what the program wrote, for a failure message.
-func (d *daemon) tail(lines int) string {
+// Output is all the program wrote, stdout and stderr, so far.
+func (d *Daemon) Output() string { return d.out.String() }
+
+// Tail is the last lines the program wrote, for a failure message.
+func (d *Daemon) Tail(lines int) string {
 	all := strings.Split(strings.TrimRight(d.out.String(), "\n"), "\n")
 	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }
