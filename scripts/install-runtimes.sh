@@ -2,9 +2,9 @@
 # Builds, idempotently, the container runtimes Kubernetes nodes run today
 # that the end-to-end tests drive our plugins with, from the Go module proxy:
 # containerd 2.x (with its runc shim and ctr), CRI-O (with pinns),
-# cri-tools' critest, and for rootless containerd RootlessKit and nerdctl
-# (with its containerd-rootless.sh), at the versions of
-# runtime-versions.env. Each
+# cri-tools' critest, for rootless containerd RootlessKit and nerdctl (with
+# its containerd-rootless.sh), and for test/k8s etcd and Kubernetes' node
+# programs, at the versions of runtime-versions.env. Each
 # lands in $CNISUITE_RUNTIMES/<name>-<version>/ (by default
 # /var/cache/cnisuite/runtimes, outside every directory scripts/sandbox.sh
 # hides), with a STAMP file written last: a directory with a STAMP is a
@@ -13,7 +13,7 @@
 # GOPROXY=off and no network, and find the binaries there.
 #
 #   scripts/install-runtimes.sh            # all of them
-#   scripts/install-runtimes.sh containerd # one of containerd, crio, critest, rootlesskit, nerdctl
+#   scripts/install-runtimes.sh containerd # one of containerd, crio, critest, rootlesskit, nerdctl, etcd, k8s
 #   scripts/install-runtimes.sh versions   # what the tests will run (make e2e)
 set -euo pipefail
 
@@ -130,12 +130,70 @@ nerdctl() {
 	stamp nerdctl "$NERDCTL_VERSION" "$start"
 }
 
+# etcd builds the etcd test/k8s's API server stores in. Neither it nor
+# k8s below can be built with `go install`: etcd's server points its
+# sibling modules (go.etcd.io/etcd/api/v3, ...) at ../ with replace
+# directives, and k8s.io/kubernetes its staging modules (k8s.io/api,
+# k8s.io/client-go, ...) at ./staging. So each is built from a throwaway
+# module in its cache directory, whose go.mod requires the program's module
+# and carries those replaces with versions of the proxy.
+etcd() {
+	fresh etcd "$ETCD_VERSION" etcd || return 0
+	local start dir=$CACHE/etcd-$ETCD_VERSION
+	start=$(date +%s)
+	replacing_module "$dir/build" go.etcd.io/etcd/server/v3 "$ETCD_VERSION" go.etcd.io/etcd/ "v$ETCD_VERSION"
+	# The module's root package is etcd's main.
+	(cd "$dir/build" && $NICE go build -mod=mod -trimpath -ldflags "-s -w" -o "$dir/bin/etcd" go.etcd.io/etcd/server/v3)
+	rm -rf "$dir/build"
+	stamp etcd "$ETCD_VERSION" "$start"
+}
+
+# k8s builds the node's Kubernetes programs test/k8s runs: kube-apiserver,
+# kube-controller-manager, kube-proxy, the kubelet and kubectl, with their
+# staging modules at v0.<minor>.<patch>.
+k8s() {
+	local bins=(kube-apiserver kube-controller-manager kube-proxy kubelet kubectl)
+	fresh k8s "$K8S_VERSION" "${bins[@]}" || return 0
+	local start dir=$CACHE/k8s-$K8S_VERSION v=k8s.io/component-base/version pkgs=() b
+	start=$(date +%s)
+	replacing_module "$dir/build" k8s.io/kubernetes "$K8S_VERSION" k8s.io/ "v0.${K8S_VERSION#*.}"
+	for b in "${bins[@]}"; do
+		pkgs+=("k8s.io/kubernetes/cmd/$b")
+	done
+	(cd "$dir/build" && $NICE go build -mod=mod -trimpath -o "$dir/bin/" \
+		-ldflags "-s -w -X $v.gitVersion=v$K8S_VERSION -X $v.gitMajor=${K8S_VERSION%%.*} -X $v.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2) -X $v.gitTreeState=clean" \
+		"${pkgs[@]}")
+	rm -rf "$dir/build"
+	stamp k8s "$K8S_VERSION" "$start"
+}
+
+# replacing_module DIR MODULE VERSION PREFIX REPLACE_VERSION: writes a module in
+# DIR that requires MODULE at VERSION, with every one of MODULE's replace
+# directives onto a local path below PREFIX (its staging or sibling
+# modules) pointed at that module's REPLACE_VERSION on the proxy instead.
+replacing_module() {
+	local dir=$1 mod=$2 version=$3 prefix=$4 rv=$5 gomod
+	gomod=$(cd / && go mod download -json "$mod@v$version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+	[ -f "$gomod" ] || { echo "install-runtimes: no go.mod for $mod v$version" >&2; return 1; }
+	mkdir -p "$dir"
+	{
+		printf 'module cnisuite.test/build\n\ngo 1.25\n\nrequire %s v%s\n\n' "$mod" "$version"
+		awk -v p="$prefix" -v rv="$rv" '
+			$1 == "replace" && $2 == "(" { inblock = 1; next }
+			inblock && $1 == ")" { inblock = 0; next }
+			{ line = $0; sub(/^[ \t]*(replace[ \t]+)?/, "", line); split(line, f, /[ \t]+/) }
+			(inblock || $1 == "replace") && index(f[1], p) == 1 && f[2] == "=>" && f[3] ~ /^\.\.?\// {
+				printf "replace %s => %s %s\n", f[1], f[1], rv
+			}' "$gomod"
+	} > "$dir/go.mod"
+}
+
 # versions prints the runtimes the end-to-end tests run: the Debian
 # packages and the builds of the cache.
 versions() {
 	local name version dir
 	dpkg-query -W -f='e2e runtime: ${Package} ${Version} (Debian)\n' containerd podman runc conmon 2>/dev/null || true
-	for name in containerd crio critest rootlesskit nerdctl; do
+	for name in containerd crio critest rootlesskit nerdctl etcd k8s; do
 		version=$(sed -n "s/^$(echo "$name" | tr a-z A-Z)_VERSION=//p" "$(dirname "$0")/runtime-versions.env")
 		dir=$CACHE/$name-$version
 		if [ -f "$dir/STAMP" ]; then
@@ -147,11 +205,11 @@ versions() {
 }
 
 if [ "$#" -eq 0 ]; then
-	set -- containerd crio critest rootlesskit nerdctl
+	set -- containerd crio critest rootlesskit nerdctl etcd k8s
 fi
 for what in "$@"; do
 	case $what in
-	containerd | crio | critest | rootlesskit | nerdctl | versions) "$what" ;;
-	*) echo "install-runtimes: unknown runtime $what (containerd, crio, critest, rootlesskit, nerdctl, versions)" >&2; exit 2 ;;
+	containerd | crio | critest | rootlesskit | nerdctl | etcd | k8s | versions) "$what" ;;
+	*) echo "install-runtimes: unknown runtime $what (containerd, crio, critest, rootlesskit, nerdctl, etcd, k8s, versions)" >&2; exit 2 ;;
 	esac
 done
