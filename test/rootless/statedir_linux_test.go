@@ -27,14 +27,16 @@ const tuneEth0 = `{"cniVersion":"1.1.0","name":"rootless-br","type":"tuning",
 // stateScript attaches a container with bridge (removeEmptyBridge, so it
 // takes its lock) and tuning, lists the state each kept and the user's
 // runtime directory (but for the runtime's own libpod), then detaches it.
+// Only the state of this network, container and bridge counts: the
+// sandbox's /var/lib/cni and /run hold what other packages' tests left.
 const stateScript = `CNI_NETNS=/proc/$$/ns/net unshare --net -- sh -c '
 	printf %s "$CONF" | CNI_COMMAND=ADD "$BIN/bridge" >/dev/null; echo "@@add $?"
 	printf %s "$TUNE" | CNI_COMMAND=ADD "$BIN/tuning" >/dev/null; echo "@@tune $?"
-	echo @@state; find /var/lib/cni /run/cni /run/cnisuite -type f 2>/dev/null | sort
+	echo @@state; find /var/lib/cni /run/cni /run/cnisuite -type f 2>/dev/null | grep -e rootless -e rlbr0 | sort
 	echo @@xdg; find "$XDG_RUNTIME_DIR" -mindepth 1 -path "$XDG_RUNTIME_DIR/libpod" -prune -o -print
 	printf %s "$TUNE" | CNI_COMMAND=DEL "$BIN/tuning"; echo "@@untune $?"
 	printf %s "$CONF" | CNI_COMMAND=DEL "$BIN/bridge"; echo "@@del $?"
-	echo @@after; find /var/lib/cni/networks /run/cni -name "10.*" -o -name "rootless-1*"
+	echo @@after; find /var/lib/cni/networks/rootless-br /run/cni -name "10.*" -o -name "rootless-1*" 2>/dev/null
 	echo @@xdgafter; find "$XDG_RUNTIME_DIR" -mindepth 1 -path "$XDG_RUNTIME_DIR/libpod" -prune -o -print
 	echo @@end'
 `
