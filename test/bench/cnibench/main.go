@@ -29,6 +29,7 @@ type options struct {
 	burstAll        int
 	busyRules       int
 	busyN           int
+	busyOnly        bool
 	criN, criK      int
 	criOnly         bool
 	seqOnly         bool
@@ -65,6 +66,7 @@ func parseFlags() (*options, error) {
 	flag.BoolVar(&o.statusOnly, "status-only", false, "measure the chains' STATUS alone")
 	flag.IntVar(&o.statusPods, "status-pods", 100, "pods attached to each chain during its second STATUS row (0: only the row without pods)")
 	flag.BoolVar(&o.rssOnly, "rss-only", false, "measure the plugins' peak memory alone")
+	flag.BoolVar(&o.busyOnly, "busy-only", false, "measure the busy-node pairs alone (-busy, -busy-n, -backends)")
 	flag.BoolVar(&o.hostLocalOnly, "host-local-only", false, "measure host-local alone (no chains)")
 	taskstatsFD := flag.Int("taskstats-fd", -1, "a registered TASKSTATS socket (cnibench -taskstats-exec passes one): bursts also report each process's CPU, run-queue wait and times on a CPU, by command name")
 	flag.Parse()

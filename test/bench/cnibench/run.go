@@ -129,6 +129,8 @@ func namespacesNeeded(o *options) int {
 		maxN = 0
 	case o.burstsOnly:
 		return max(o.burstN, o.burstAll)
+	case o.busyOnly:
+		return o.busyN
 	}
 	for _, n := range o.sizes {
 		maxN = max(maxN, n)
@@ -169,6 +171,8 @@ func (rep *report) only(o *options, floor string, floorChain *chain, ours []*cha
 		return true, rep.peakMemory(o, netnses[:min(rssSamples, len(netnses))])
 	case o.burstsOnly:
 		return true, rep.bursts(o, floor, floorChain, ours)
+	case o.busyOnly:
+		return true, rep.busyNode(o, floor, floorChain, ours)
 	}
 	return false, nil
 }
