@@ -408,13 +408,3 @@ func (n *Conn) RuleByHandle(family byte, table, chain string, handle uint64) (Ru
 	r, err := decodeRule(msgs[0].Data[4:])
 	return r, err == nil, err
 }
-
-// ListRules is rules on a socket of its own.
-func ListRules(family byte, table, chain string) ([]Rule, error) {
-	conn, err := Dial()
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	return conn.Rules(family, table, chain)
-}

@@ -117,14 +117,14 @@ func (r fwReset) resync(t *testing.T, n *node, pod *pod, tool string, hits bool)
 	} else if err := n.status(ctx); err != nil {
 		t.Errorf("STATUS after a reload that took nothing of ours: %v", err)
 	}
-	out := run(t, tool, "resync")
+	out := sandbox.Run(t, tool, "resync")
 	t.Logf("cnisuite resync:\n%s", out)
 	if hits == strings.Contains(out, " 0 repaired") {
 		t.Errorf("resync output %q: it should repair %v", out, hits)
 	}
 	n.wantConnected(pod, "after resync")
 	before := ruleset(t)
-	if out := run(t, tool, "resync"); !strings.Contains(out, "2 intact, 0 repaired") {
+	if out := sandbox.Run(t, tool, "resync"); !strings.Contains(out, "2 intact, 0 repaired") {
 		t.Errorf("second resync: %q, want everything intact", out)
 	}
 	if after := ruleset(t); after != before {
@@ -158,7 +158,7 @@ func firewalldRules(t *testing.T) string {
 	t.Helper()
 	var keep []string
 	skipDepth := 0
-	for _, l := range strings.Split(run(t, "nft", "-s", "list", "ruleset"), "\n") {
+	for _, l := range strings.Split(sandbox.Run(t, "nft", "-s", "list", "ruleset"), "\n") {
 		trimmed := strings.TrimSpace(l)
 		switch {
 		case skipDepth > 0:

@@ -47,7 +47,7 @@ func measureRepair(t *testing.T, backend string, i, count int) {
 		ports[20000+k] = id
 	}
 	waitPorts(t, n, ports, time.Minute, "after ADD")
-	run(t, "nft", "flush", "ruleset")
+	sandbox.Run(t, "nft", "flush", "ruleset")
 	took := waitPorts(t, n, ports, time.Minute, "after nft flush ruleset")
 	t.Logf("%s, %d pods: every host port answers again %s after nft flush ruleset", backend, count, took.Round(10*time.Millisecond))
 }

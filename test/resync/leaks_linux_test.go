@@ -100,7 +100,7 @@ func TestResyncReleasesHoldsOfKilledDel(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out := run(t, tool, "resync")
+	out := sandbox.Run(t, tool, "resync")
 	if held, has := heldLines(t); held != base || base == "" && has {
 		t.Errorf("%s after resync (%q) holds\n%s\nwant what others held before the pod:\n%s", keptFile, out, held, base)
 	}
@@ -138,7 +138,7 @@ func TestResyncRunsNoRecordedProgram(t *testing.T) {
 	}
 	plant("planted-binary", "bridge")
 	byPath := plant("planted-type", planted)
-	run(t, "nft", "flush", "ruleset")
+	sandbox.Run(t, "nft", "flush", "ruleset")
 	cmd := exec.Command(tool, "resync")
 	out, err := cmd.CombinedOutput()
 	if _, e := os.Stat(marker); e == nil {

@@ -106,8 +106,8 @@ func legacyReloaded(t *testing.T, tool string) {
 	pod := n.add("pod-r")
 	n.wantConnected(pod, "after ADD")
 	for _, fam := range []string{"iptables", "ip6tables"} {
-		run(t, fam, "-t", "nat", "-F")
-		run(t, fam, "-t", "nat", "-X")
+		sandbox.Run(t, fam, "-t", "nat", "-F")
+		sandbox.Run(t, fam, "-t", "nat", "-X")
 	}
 	if got, err := ask(n.peer.ns, n.peer.nodeIP, 8080); err == nil {
 		t.Fatalf("after iptables-legacy -t nat -F/-X the host port still answers %q", got)

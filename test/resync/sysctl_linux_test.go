@@ -89,10 +89,10 @@ func sysctlReset(t *testing.T, tool, backend string, i int, watching bool) {
 		t.Fatal(err)
 	}
 	if !watching {
-		if out := run(t, tool, "resync", "-n"); !strings.Contains(out, keptFile+": to write again") || fileExists(keptFile) {
+		if out := sandbox.Run(t, tool, "resync", "-n"); !strings.Contains(out, keptFile+": to write again") || fileExists(keptFile) {
 			t.Errorf("resync -n without our file: %q", out)
 		}
-		if out := run(t, tool, "resync"); !strings.Contains(out, keptFile+": written again") {
+		if out := sandbox.Run(t, tool, "resync"); !strings.Contains(out, keptFile+": written again") {
 			t.Errorf("resync without our file: %q", out)
 		}
 	}
@@ -176,7 +176,7 @@ func (n *node) forwardingReset(t *testing.T, tool string, pod *pod, what string,
 	if err := n.status(ctx); !errors.As(err, &e) || e.Code != 51 || !strings.Contains(e.Msg, n.name) {
 		t.Errorf("STATUS with forwarding off (%s) = %v, want code 51 naming %s", what, err, n.name)
 	}
-	out := run(t, tool, "resync")
+	out := sandbox.Run(t, tool, "resync")
 	t.Logf("cnisuite resync after %s:\n%s", what, out)
 	if !strings.Contains(out, "net.ipv4.ip_forward") {
 		t.Errorf("resync after %s: %q, want ip_forward repaired", what, out)

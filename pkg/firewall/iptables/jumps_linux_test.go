@@ -105,7 +105,7 @@ func TestJumpsRecordNotTrusted(t *testing.T) {
 // foreignHandle returns the handle of the one rule of POSTROUTING.
 func foreignHandle(t *testing.T) uint64 {
 	t.Helper()
-	rules, err := netfilter.ListRules(unix.NFPROTO_IPV4, "nat", "POSTROUTING")
+	rules, err := listRules(unix.NFPROTO_IPV4, "nat", "POSTROUTING")
 	if err != nil || len(rules) != 1 {
 		t.Fatalf("POSTROUTING holds %v (%v), want the one foreign rule", rules, err)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
-	"cnisuite/pkg/netfilter"
 	"cnisuite/test/fwtest"
 	"cnisuite/test/sandbox"
 )
@@ -76,7 +75,7 @@ func dumpNAT(t *testing.T, save string) string {
 		if cmd == "ip6tables-save" {
 			family = unix.NFPROTO_IPV6
 		}
-		rules, err := netfilter.ListRules(family, "nat", chain)
+		rules, err := listRules(family, "nat", chain)
 		if err != nil {
 			t.Fatalf("listing %s: %v", chain, err)
 		}
