@@ -183,7 +183,9 @@ func (s Store) Write(r Record) error {
 	if err := d.Remove(tmp); err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
-	if err := d.CreateNew(tmp, data); err != nil {
+	if err := d.CreateNew(tmp, data); errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("record of %s/%s: another call for the attachment is writing it at the same time (a runtime must not run two operations on one container at once): %w", r.ContainerID, r.IfName, err)
+	} else if err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
 	if err := d.Rename(tmp, name, 0); err != nil {

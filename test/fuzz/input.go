@@ -58,7 +58,7 @@ func NewInput(seed uint64, plugin string, index int, p Paths, mutated bool) Inpu
 	tree := b.Tree(placeholders)
 	in := Input{Plugin: plugin, Index: index, Base: b.Name, Env: baseEnv(plugin, index, p)}
 	if !mutated {
-		in.Config = ownNetwork(placePaths(jsontree.Marshal(tree), p), index)
+		in.Config = ownNetwork(placePaths(jsontree.Marshal(tree), p), fmt.Sprint(index))
 		return in
 	}
 	for range 50 {
@@ -72,7 +72,7 @@ func NewInput(seed uint64, plugin string, index int, p Paths, mutated bool) Inpu
 	if in.Config == nil { // nothing safe came out: run the base
 		in.Config = jsontree.Marshal(tree)
 	}
-	in.Config = ownNetwork(placePaths(in.Config, p), index)
+	in.Config = ownNetwork(placePaths(in.Config, p), fmt.Sprint(index))
 	if r.IntN(8) == 0 {
 		in.Mutations = append(in.Mutations, mutateEnv(r, &in.Env, p))
 	}
@@ -104,16 +104,29 @@ func placePaths(text []byte, p Paths) []byte {
 // baseNetworks are the network names of the base configurations.
 var baseNetworks = []string{"fzlo", "fznet", "fzl2", "fzhl", "fztun", "fzpm"}
 
-// ownNetwork gives input index a network name of its own. Inputs of one
-// plugin run four batches at a time and share the files of default state
-// directories (tuning's /run/cni/tuning when a mutation drops dataDir): a
-// GC keeping only its own attachment of a shared network would rightly
-// remove another input's state while that input runs.
-func ownNetwork(text []byte, index int) []byte {
+// ownNetwork gives an input a network name of its own, the base's name
+// and tag. Inputs of one plugin run four batches at a time and share the
+// files of default state directories (records, tuning's /run/cni/tuning
+// when a mutation drops dataDir): a GC keeping only its own attachment of
+// a shared network would rightly remove another input's state while that
+// input runs, and STATUS would look for another batch's rules in its own
+// node.
+func ownNetwork(text []byte, tag string) []byte {
 	for _, n := range baseNetworks {
-		text = bytes.ReplaceAll(text, []byte(`"`+n+`"`), []byte(fmt.Sprintf(`"%s-%d"`, n, index)))
+		text = bytes.ReplaceAll(text, []byte(`"`+n+`"`), []byte(fmt.Sprintf(`"%s-%s"`, n, tag)))
 	}
 	return text
+}
+
+// BaseInput is base configuration i of plugin unmutated, as batch (the
+// batch's first input index) runs it: its network and container ID are
+// the batch's own.
+func BaseInput(seed uint64, plugin string, i int, p Paths, batch int) Input {
+	in := NewInput(seed, plugin, i, p, false)
+	tag := fmt.Sprintf("base%d-%07d", i, batch) // no ID a prefix of another
+	in.Config = ownNetwork(placePaths(jsontree.Marshal(Bases[plugin][i].Tree(placeholders)), p), tag)
+	in.Env.ContainerID = fmt.Sprintf("fuzz-%s-%s", plugin, tag)
+	return in
 }
 
 // ContainerID names input index of plugin; leftovers are recognized by it,

@@ -37,6 +37,7 @@ type world struct {
 	node   *ns.NetNS
 	ctr    *ns.NetNS
 	dir    string
+	batch  int // the first input index of the batch
 }
 
 // newWorld makes a batch's namespaces; for tuning and portmap it adds the
