@@ -64,6 +64,11 @@ vmtest: deps build
 unit:
 	$(GO) test ./...
 
+## cover: each package's coverage as an unprivileged user sees it (built here, run as nobody)
+.PHONY: cover
+cover:
+	GO=$(GO) scripts/cover-unprivileged.sh ./...
+
 lint: fmt vet staticcheck
 
 fmt:
