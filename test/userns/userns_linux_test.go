@@ -1,0 +1,72 @@
+package userns
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+
+	"cnisuite/pkg/ns"
+)
+
+func TestMain(m *testing.M) { Main(m) }
+
+// The tests run in a network namespace of their own: it shows only lo,
+// up, and a link made here is there, in /sys/class/net too.
+func TestOwnNetwork(t *testing.T) {
+	Require(t)
+	links, err := netlink.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(links) != 1 || links[0].Attrs().Name != "lo" || links[0].Attrs().Flags&1 == 0 {
+		t.Fatalf("links at start = %v, want lo alone, up", links)
+	}
+	if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "usernsbr0"}}); err != nil {
+		t.Fatalf("ip link add usernsbr0 type bridge: %v", err)
+	}
+	t.Cleanup(func() {
+		if l, err := netlink.LinkByName("usernsbr0"); err == nil {
+			_ = netlink.LinkDel(l)
+		}
+	})
+	if _, err := os.Stat("/sys/class/net/usernsbr0"); err != nil {
+		t.Errorf("/sys/class/net does not show the new bridge: %v", err)
+	}
+	uidMap, _ := os.ReadFile("/proc/self/uid_map")
+	if f := strings.Fields(string(uidMap)); len(f) != 3 || f[0] != "0" || f[2] != "1" || os.Getuid() != 0 {
+		t.Errorf("uid %d with uid_map %q, want 0 mapped to one user", os.Getuid(), uidMap)
+	}
+}
+
+// NewNS gives a namespace apart from the tests' own: a link made there is
+// not seen here, and the namespace can be entered by its path.
+func TestNewNS(t *testing.T) {
+	n := NewNS(t)
+	if ns.IsOwn(n.Path()) {
+		t.Fatalf("NewNS() = %s, the tests' own namespace", n.Path())
+	}
+	err := ns.Do(n.Path(), func() error {
+		return netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "usernsbr1"}})
+	})
+	if err != nil {
+		t.Fatalf("ip -n %s link add usernsbr1 type bridge: %v", n.Path(), err)
+	}
+	if _, err := netlink.LinkByName("usernsbr1"); err == nil {
+		t.Errorf("the bridge made in the new namespace shows in the tests' own")
+	}
+}
+
+// A process that only claims to be the one Main started, by the variable,
+// is refused: it is in its starter's namespace.
+func TestChildRefusesParentNetns(t *testing.T) {
+	Require(t)
+	own, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := enter(own); err == nil || !strings.Contains(err.Error(), "is the one of the process that started") {
+		t.Errorf("enter(own namespace) = %v, want a refusal", err)
+	}
+}
