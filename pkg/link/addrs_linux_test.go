@@ -6,24 +6,21 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netlink"
-
-	"cnisuite/test/sandbox"
 )
 
 func TestLinkAddrs(t *testing.T) {
-	in := sandbox.VethPairNS(t)
-	in(t, func(l, other netlink.Link) {
-		for _, a := range []struct {
-			l    netlink.Link
-			cidr string
-		}{{l, "10.1.0.1/24"}, {l, "fd00::1/64"}, {other, "10.2.0.1/24"}} {
-			ip, n, _ := net.ParseCIDR(a.cidr)
-			n.IP = ip
-			if err := netlink.AddrAdd(a.l, &netlink.Addr{IPNet: n}); err != nil {
-				t.Fatal(err)
-			}
+	n := newNS(t)
+	l, other := n.veth(t, "dum0", "dum1"), n.link(t, "dum1")
+	for _, a := range []struct {
+		l    netlink.Link
+		cidr string
+	}{{l, "10.1.0.1/24"}, {l, "fd00::1/64"}, {other, "10.2.0.1/24"}} {
+		addr, ipn, _ := net.ParseCIDR(a.cidr)
+		ipn.IP = addr
+		if err := n.h.AddrAdd(a.l, &netlink.Addr{IPNet: ipn}); err != nil {
+			t.Fatal(err)
 		}
-	})
+	}
 	tests := []struct {
 		name   string
 		family int
@@ -35,10 +32,10 @@ func TestLinkAddrs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in(t, func(l, _ netlink.Link) {
+			n.do(t, func() error {
 				addrs, err := LinkAddrs(l.Attrs().Index, tt.family)
 				if err != nil {
-					t.Fatal(err)
+					return err
 				}
 				var got []string
 				for _, a := range addrs {
@@ -52,6 +49,7 @@ func TestLinkAddrs(t *testing.T) {
 				if strings.Join(got, " ") != tt.want {
 					t.Errorf("LinkAddrs() = %v, want %s", got, tt.want)
 				}
+				return nil
 			})
 		})
 	}

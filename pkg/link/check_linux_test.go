@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/types"
-	"cnisuite/test/sandbox"
 )
 
 // A route that a plugin chained after ours moved out of the main table
@@ -18,11 +17,12 @@ import (
 // CHECK; a route that is gone does not. Before, CHECK with sbr chained
 // failed: "route to 10.88.0.0/16 on eth0: missing".
 func TestVerifyIfaceRouteInAnotherTable(t *testing.T) {
-	in := sandbox.VethPairNS(t)
+	n := newNS(t)
+	l := n.veth(t, "dum0", "dum1")
 	ipc, _ := types.ParseCIDR("10.66.0.2/24")
 	res := &types.Result{Interfaces: []*types.Interface{{Name: "dum0"}},
 		IPs: []*types.IPConfig{{Interface: types.Ptr(0), Address: *ipc}}}
-	in(t, func(l, _ netlink.Link) {
+	n.do(t, func() error {
 		addr := &netlink.Addr{IPNet: &net.IPNet{IP: ipc.IP, Mask: ipc.Mask}, Flags: unix.IFA_F_NODAD}
 		if err := netlink.AddrAdd(l, addr); err != nil {
 			t.Fatal(err)
@@ -51,6 +51,7 @@ func TestVerifyIfaceRouteInAnotherTable(t *testing.T) {
 		if err := VerifyIface("dum0", res); !errors.Is(err, ErrMissing) {
 			t.Errorf("VerifyIface without the subnet route = %v, want ErrMissing", err)
 		}
+		return nil
 	})
 }
 

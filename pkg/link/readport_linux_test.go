@@ -3,12 +3,12 @@ package link
 import (
 	"testing"
 
-	"cnisuite/test/sandbox"
+	"cnisuite/test/userns"
 )
 
 // TestReadPortMissingLink: a missing link is a not-found error that prints.
 func TestReadPortMissingLink(t *testing.T) {
-	n := sandbox.NewNS(t)
+	n := userns.NewNS(t)
 	err := n.Do(func() error {
 		_, _, _, err := ReadPort("nosuchlink0")
 		return err
