@@ -3,7 +3,9 @@ package link
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -82,7 +84,10 @@ type ipLink struct {
 	Promiscuity int      `json:"promiscuity"`
 	AddrGenMode string   `json:"inet6_addr_gen_mode"`
 	LinkInfo    struct {
-		Kind      string `json:"info_kind"`
+		Kind string `json:"info_kind"`
+		Data struct {
+			VlanFiltering int `json:"vlan_filtering"`
+		} `json:"info_data"`
 		SlaveData struct {
 			State    string `json:"state"`
 			Hairpin  bool   `json:"hairpin"`
@@ -207,4 +212,28 @@ func routes(t *testing.T, n *ns.NetNS, family string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// netFile reads a file of the namespace's /proc/sys/net/ or, through a
+// sysfs mounted for it, /sys/class/net/ (path starts with "sys/" or
+// "proc/"), trimmed.
+func netFile(t *testing.T, n testNS, path string) string {
+	t.Helper()
+	var b []byte
+	n.do(t, func() error {
+		root, rel := "/", path
+		if after, ok := strings.CutPrefix(path, "sys/"); ok {
+			rel = after
+			// A sysfs shows the network namespace of whoever mounts it.
+			root = t.TempDir()
+			if err := unix.Mount("sysfs", root, "sysfs", 0, ""); err != nil {
+				return fmt.Errorf("mounting a sysfs of %s: %w", n.Path(), err)
+			}
+			defer unix.Unmount(root, unix.MNT_DETACH)
+		}
+		var err error
+		b, err = os.ReadFile(filepath.Join(root, rel))
+		return err
+	})
+	return strings.TrimSpace(string(b))
 }
