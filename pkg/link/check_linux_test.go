@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -71,5 +73,48 @@ func TestCheckAttrs(t *testing.T) {
 		if got := fmt.Sprint(err); (tc.err == "" && err != nil) || (tc.err != "" && got != tc.err) {
 			t.Errorf("CheckAttrs(%+v) = %v, want %q", tc.want, err, tc.err)
 		}
+	}
+}
+
+// VerifyIface passes on what ConfigureIface made and fails, wrapping
+// ErrMissing, on each part of it taken away.
+func TestVerifyIface(t *testing.T) {
+	addrs, routes := []string{"10.1.0.2/24 10.1.0.1", "fd00::2/64"}, []string{"0.0.0.0/0", "10.9.0.0/16 via 10.1.0.9"}
+	tests := []struct {
+		name    string
+		ifname  string
+		breakIt string // an `ip` command run in the namespace first
+		res     *types.Result
+		wantErr error
+	}{
+		{name: "as_configured"},
+		{name: "address_gone", breakIt: "addr del 10.1.0.2/24 dev dum0", wantErr: ErrMissing},
+		{name: "ipv6_address_gone", breakIt: "addr del fd00::2/64 dev dum0", wantErr: ErrMissing},
+		{name: "default_route_gone", breakIt: "route del default", wantErr: ErrMissing},
+		{name: "route_gone", breakIt: "route del 10.9.0.0/16", wantErr: ErrMissing},
+		{name: "interface_gone", ifname: "nosuch0", wantErr: ErrMissing},
+		{name: "address_not_listed", res: attachment(t, []string{"dum0"}, []string{"10.1.0.3/24"}, nil), wantErr: ErrMissing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := configured(t, attachment(t, []string{"dum0"}, addrs, routes), ConfigureOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.breakIt != "" {
+				n.do(t, func() error { return exec.Command("ip", strings.Fields(tt.breakIt)...).Run() })
+			}
+			res, ifname := tt.res, tt.ifname
+			if res == nil {
+				res = attachment(t, []string{"dum0"}, addrs, routes)
+			}
+			if ifname == "" {
+				ifname = "dum0"
+			}
+			err = n.Do(func() error { return VerifyIface(ifname, res) })
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+				t.Errorf("VerifyIface() = %v, want %v", err, tt.wantErr)
+			}
+		})
 	}
 }
