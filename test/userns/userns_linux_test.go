@@ -2,6 +2,7 @@ package userns
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -68,5 +69,32 @@ func TestChildRefusesParentNetns(t *testing.T) {
 	}
 	if err := enter(own); err == nil || !strings.Contains(err.Error(), "is the one of the process that started") {
 		t.Errorf("enter(own namespace) = %v, want a refusal", err)
+	}
+}
+
+// Where no user namespace can be made (here: one with its limit set to
+// 0), the tests run in place and skip saying why, or fail under
+// CNISUITE_REQUIRE_PRIVILEGED=1.
+func TestUnavailableSkips(t *testing.T) {
+	Require(t) // the limit is set in a user namespace of this one, never the machine's
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skipf("needs util-linux's unshare: %v", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" -test.run='^TestOwnNetwork$' -test.v`
+	for _, require := range []string{"", "1"} {
+		cmd := exec.Command("unshare", "--user", "--map-root-user", "sh", "-c", script, self)
+		cmd.Env = append(os.Environ(), "CNISUITE_REQUIRE_PRIVILEGED="+require)
+		out, err := cmd.CombinedOutput()
+		want := "skipping test in a user namespace: cannot make a user namespace"
+		if require == "1" {
+			want = "test in a user namespace cannot run: cannot make a user namespace"
+		}
+		if !strings.Contains(string(out), want) || (err != nil) != (require == "1") {
+			t.Errorf("CNISUITE_REQUIRE_PRIVILEGED=%s without user namespaces: %v\n%s\nwant %q", require, err, out, want)
+		}
 	}
 }
