@@ -8,8 +8,30 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"cnisuite/pkg/sysctl"
-	"cnisuite/test/sandbox"
+	"cnisuite/test/userns"
 )
+
+// The tests run as root of a user namespace of their own, with a network
+// namespace of its own (test/userns), as root or not.
+func TestMain(m *testing.M) { userns.Main(m) }
+
+// vethPairNS makes a veth pair, dum0 and dum1, in a fresh namespace and
+// returns a function that runs fn there.
+func vethPairNS(t *testing.T) func(t *testing.T, fn func()) {
+	t.Helper()
+	n := userns.NewNS(t)
+	if err := n.Do(func() error {
+		return netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "dum0"}, PeerName: "dum1"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return func(t *testing.T, fn func()) {
+		t.Helper()
+		if err := n.Do(func() error { fn(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 func procValue(t *testing.T, name string) int {
 	t.Helper()
@@ -25,7 +47,7 @@ func procValue(t *testing.T, name string) int {
 }
 
 func TestDevConf(t *testing.T) {
-	in := sandbox.VethPairNS(t)
+	in := vethPairNS(t)
 	tests := []struct {
 		name  string
 		v4    bool
@@ -39,7 +61,7 @@ func TestDevConf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in(t, func(netlink.Link, netlink.Link) { checkDevConf(t, tt.v4, tt.key, tt.value) })
+			in(t, func() { checkDevConf(t, tt.v4, tt.key, tt.value) })
 		})
 	}
 }
@@ -77,8 +99,8 @@ func checkDevConf(t *testing.T, v4 bool, key string, value int) {
 }
 
 func TestEnableForwardingReadsNetconf(t *testing.T) {
-	in := sandbox.VethPairNS(t)
-	in(t, func(netlink.Link, netlink.Link) {
+	in := vethPairNS(t)
+	in(t, func() {
 		for _, want := range []int{0, 1} {
 			if err := sysctl.Set("net/ipv4/ip_forward", strconv.Itoa(want)); err != nil {
 				t.Fatal(err)
@@ -104,8 +126,8 @@ func TestEnableForwardingReadsNetconf(t *testing.T) {
 // exactly the families asked for whose forwarding is off, as /proc/sys
 // shows it.
 func TestForwardingOff(t *testing.T) {
-	in := sandbox.VethPairNS(t)
-	in(t, func(netlink.Link, netlink.Link) {
+	in := vethPairNS(t)
+	in(t, func() {
 		keys := map[string]string{"net.ipv4.ip_forward": "net/ipv4/ip_forward", "net.ipv6.conf.all.forwarding": "net/ipv6/conf/all/forwarding"}
 		for _, v4 := range []string{"0", "1"} {
 			for _, v6 := range []string{"0", "1"} {
