@@ -3,6 +3,7 @@ package userns
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"testing"
 
@@ -14,8 +15,8 @@ import (
 // NewNS makes one more network namespace, owned by the tests' user
 // namespace, for a test that needs two (a host and a container) or a
 // clean one; it is released when the test ends. Its loopback is down, as
-// a runtime leaves it. Its Path is a /proc path good for the test's
-// lifetime (a runtime's CNI_NETNS).
+// a runtime leaves it. Its Path, /proc/PID/fd/N, names it for the test's
+// lifetime, to the test and the commands it runs (a runtime's CNI_NETNS).
 func NewNS(t testing.TB) *ns.NetNS {
 	t.Helper()
 	Require(t)
@@ -44,7 +45,7 @@ var errStranded = errors.New("thread cannot return to its network namespace")
 
 // unshareNet moves the calling (locked) thread into a new network
 // namespace, opens it and moves the thread back. pin, open until n is
-// closed, keeps the namespace alive and gives n its path /proc/self/fd/N.
+// closed, keeps the namespace alive and gives n its path /proc/PID/fd/N.
 func unshareNet() (n, pin *ns.NetNS, err error) {
 	origin, err := ns.Current()
 	if err != nil {
@@ -61,7 +62,9 @@ func unshareNet() (n, pin *ns.NetNS, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if n, err = ns.Open(fmt.Sprintf("/proc/self/fd/%d", pin.Fd())); err != nil {
+	// /proc/<pid>, not /proc/self: the path serves commands the test runs
+	// (nsenter --net=PATH) as well.
+	if n, err = ns.Open(fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), pin.Fd())); err != nil {
 		pin.Close()
 		return nil, nil, err
 	}

@@ -98,3 +98,17 @@ func TestUnavailableSkips(t *testing.T) {
 		}
 	}
 }
+
+// A command the test runs reaches the namespace by its path.
+func TestNewNSPathForCommands(t *testing.T) {
+	n := NewNS(t)
+	if err := n.Do(func() error {
+		return netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "usernsbr2"}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("nsenter", "--net="+n.Path(), "ip", "-br", "link", "show").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "usernsbr2") {
+		t.Errorf("nsenter --net=%s ip link show: %v\n%s", n.Path(), err, out)
+	}
+}
