@@ -9,15 +9,18 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"cnisuite/pkg/ns"
-	"cnisuite/test/sandbox"
+	"cnisuite/test/userns"
 )
+
+// The tests run as root of a user namespace of their own, with a network
+// namespace of its own (test/userns), as root or not.
+func TestMain(m *testing.M) { userns.Main(m) }
 
 // vethNS makes a namespace holding the veth pair et0/et1, four queues
 // each way, and returns it.
 func vethNS(t *testing.T) *ns.NetNS {
 	t.Helper()
-	sandbox.Require(t)
-	n := sandbox.NewNS(t)
+	n := userns.NewNS(t)
 	err := n.Do(func() error {
 		return netlink.LinkAdd(&netlink.Veth{
 			LinkAttrs: netlink.LinkAttrs{Name: "et0", NumTxQueues: 4, NumRxQueues: 4},

@@ -8,8 +8,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/link"
-	"cnisuite/test/sandbox"
+	"cnisuite/test/userns"
 )
+
+// The tests run as root of a user namespace of their own, with a network
+// namespace of its own (test/userns), as root or not: that namespace is
+// the host's.
+func TestMain(m *testing.M) { userns.Main(m) }
 
 // TestDeleteContainerEnd: a pair whose host end is named as the
 // attachment's goes, and both ends are gone when the call returns; a pair
@@ -25,8 +30,8 @@ func TestDeleteContainerEnd(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := sandbox.NewNS(t)
-			sandbox.RemoveLinkAtEnd(t, "vdA")
+			c := userns.NewNS(t)
+			t.Cleanup(func() { _ = link.DeleteLink(nil, "vdA") })
 			if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "vdA"}, PeerName: "vdB"}); err != nil {
 				t.Fatal(err)
 			}
