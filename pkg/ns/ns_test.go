@@ -9,8 +9,12 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"cnisuite/pkg/ns"
-	"cnisuite/test/sandbox"
+	"cnisuite/test/userns"
 )
+
+// The tests run as root of a user namespace of their own, with a network
+// namespace of its own (test/userns), as root or not.
+func TestMain(m *testing.M) { userns.Main(m) }
 
 func TestOpenErrors(t *testing.T) {
 	if _, err := ns.Open(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, ns.ErrNotExist) {
@@ -47,8 +51,7 @@ func TestIsOwn(t *testing.T) {
 }
 
 func TestDoRunsInsideAndReturns(t *testing.T) {
-	sandbox.Require(t)
-	target := sandbox.NewNS(t)
+	target := userns.NewNS(t)
 	if ns.IsOwn(target.Path()) {
 		t.Fatal("a new namespace is the own one")
 	}
@@ -104,8 +107,7 @@ func sameNS(t *testing.T, a, b string) bool {
 // A panic inside Do comes back on the caller's goroutine, where a recover
 // (the skel's) can see it.
 func TestDoForwardsPanic(t *testing.T) {
-	sandbox.Require(t)
-	n := sandbox.NewNS(t)
+	n := userns.NewNS(t)
 	defer func() {
 		if v := recover(); v != "boom" {
 			t.Errorf("recovered %v, want the panic of fn", v)
