@@ -194,9 +194,6 @@ func ownedHere() error {
 	return nil
 }
 
-// Inside reports whether the tests run in the namespaces Main made.
-func Inside() bool { return inside }
-
 // Require skips the test unless it runs in the namespaces Main made, so a
 // test that programs the network never touches the machine's own. With
 // CNISUITE_REQUIRE_PRIVILEGED=1 (make test and CI) it fails instead.
