@@ -11,6 +11,7 @@ GO=${GO:-go}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
+failed=
 for pkg in $($GO list "$@"); do
 	dir=$($GO list -f '{{.Dir}}' "$pkg")
 	name=$(echo "$pkg" | tr / _)
@@ -21,11 +22,15 @@ for pkg in $($GO list "$@"); do
 	$GO test -c -cover -covermode=set -coverpkg="$pkg" -o "$work/$name.test" "$pkg"
 	mkdir -m 777 "$work/$name.d"
 	out=$(cd "$dir" && setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps=-all --bounding-set=-all \
-		env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$work/$name.d" TMPDIR="$work/$name.d" \
+		env -i PATH="$(dirname "$(command -v "$GO")"):/usr/sbin:/usr/bin:/sbin:/bin" \
+		HOME="$work/$name.d" TMPDIR="$work/$name.d" GOCACHE="$work/$name.d/gocache" GOFLAGS=-mod=mod GOPROXY=off \
 		"$work/$name.test" -test.count=1 -test.coverprofile="$work/$name.d/cover.out" 2>&1) || {
-		echo "$out" | tail -20
-		echo "FAIL $pkg"
-		exit 1
+		echo "$out" | grep -E -- '^\s*(--- FAIL|\S+\.go:[0-9]+:)' | head -10 || true
+		failed="$failed $pkg"
 	}
 	printf '%-50s %s\n' "$pkg" "$(echo "$out" | grep -o 'coverage: .*' | tail -1)"
 done
+if [ -n "$failed" ]; then
+	echo "FAIL (as nobody):$failed"
+	exit 1
+fi
