@@ -254,10 +254,12 @@ func (s *set) insert(e elem, excl bool) error {
 	return nil
 }
 
-// remove deletes an element: the one of that key (and range, and end
-// flag); ENOENT if the set holds none.
+// remove deletes an element: the one a get of its key finds (in an
+// interval set of a concatenation, the one whose range holds the key,
+// whatever end is given, as the kernel's pipapo set finds it); ENOENT if
+// the set holds none.
 func (s *set) remove(e elem) error {
-	i := s.find(e)
+	i := s.lookup(e)
 	if i < 0 {
 		return unix.ENOENT
 	}

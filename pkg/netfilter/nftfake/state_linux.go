@@ -61,9 +61,9 @@ type verdict struct {
 	chain string
 }
 
-func (s *set) isMap() bool     { return s.flags&mapFlag != 0 }
-func (s *set) interval() bool  { return s.flags&intervalFlag != 0 }
-func (s *set) concat() bool    { return s.flags&concatFlag != 0 }
+func (s *set) isMap() bool      { return s.flags&mapFlag != 0 }
+func (s *set) interval() bool   { return s.flags&intervalFlag != 0 }
+func (s *set) concat() bool     { return s.flags&concatFlag != 0 }
 func (s *set) verdictMap() bool { return s.isMap() && s.dataType == verdictType }
 
 // ruleset is the fake's state: its tables in the order they were made.

@@ -111,7 +111,8 @@ func (tx *txn) newTable(family byte, flags netlink.HeaderFlags, a attrs) error {
 }
 
 // add chain: an existing one is kept (NLM_F_EXCL: EEXIST), unless the
-// hook asked differs from its own (EEXIST, as the kernel's update says).
+// hook asked differs from its own, or it has none (EOPNOTSUPP: the kernel
+// would have to update it).
 func (tx *txn) newChain(family byte, flags netlink.HeaderFlags, a attrs) error {
 	t, err := tx.tableOf(family, a, unix.NFTA_CHAIN_TABLE)
 	if err != nil {
@@ -132,7 +133,7 @@ func (tx *txn) newChain(family byte, flags netlink.HeaderFlags, a attrs) error {
 		case h == nil:
 			return nil
 		case c.hook == nil || c.hook.typ != h.typ || c.hook.num != h.num || c.hook.prio != h.prio:
-			return unix.EEXIST
+			return unix.EOPNOTSUPP
 		}
 		c.hook.policy = h.policy
 		return nil
