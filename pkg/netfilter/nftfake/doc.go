@@ -33,8 +33,10 @@
 // against the kernel and the fake and compares their answers.
 //
 // Faults for tests: FailNext makes the next transaction fail as a commit
-// does; After runs a function between two calls of the code under test,
-// such as DeleteTable to make a table vanish between a read and a write.
+// does; FailReads makes every read fail (EPERM: what a caller without
+// CAP_NET_ADMIN gets); After runs a function between two calls of the code
+// under test, such as DeleteTable to make a table vanish between a read
+// and a write.
 //
 // A test of another package hands the code under test a Conn over a
 // Fake where the code would use netfilter.Dial()'s, and asserts on what

@@ -14,6 +14,9 @@ func (f *Fake) request(m netlink.Message) [][]byte {
 	}
 	family := m.Data[0]
 	a, err := parseAttrs(m.Data[4:])
+	if err == nil && f.failRead != 0 {
+		err = f.failRead
+	}
 	if err != nil {
 		return [][]byte{ack(m, err)}
 	}

@@ -16,6 +16,7 @@ type Fake struct {
 	mu       sync.Mutex
 	rs       *ruleset
 	failNext unix.Errno
+	failRead unix.Errno
 	after    []afterCall
 	commits  int
 }
@@ -39,6 +40,14 @@ func (f *Fake) FailNext(errno unix.Errno) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failNext = errno
+}
+
+// FailReads makes every get and dump answer errno (as the kernel answers
+// a caller without CAP_NET_ADMIN: EPERM), until FailReads(0).
+func (f *Fake) FailReads(errno unix.Errno) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failRead = errno
 }
 
 // After runs fn once the next calls datagrams (requests or transactions)
