@@ -165,8 +165,11 @@ func parseElem(t *table, s *set, b []byte, add bool) (elem, error) {
 	var e elem
 	e.flags, _ = a.u32(unix.NFTA_SET_ELEM_FLAGS)
 	e.userdata = a[unix.NFTA_SET_ELEM_USERDATA]
-	if e.key, err = value(a, unix.NFTA_SET_ELEM_KEY, s.keyLen); err != nil || e.key == nil {
-		return elem{}, orInval(err)
+	if e.key, err = value(a, unix.NFTA_SET_ELEM_KEY, s.keyLen); err != nil {
+		return elem{}, err
+	}
+	if e.key == nil {
+		return elem{}, unix.EINVAL
 	}
 	if _, ok := a[10]; ok { // NFTA_SET_ELEM_KEY_END
 		if e.end, err = value(a, 10, s.keyLen); err != nil {
@@ -210,13 +213,6 @@ func value(a attrs, t uint16, want uint32) ([]byte, error) {
 		return nil, unix.EINVAL
 	}
 	return v, nil
-}
-
-func orInval(err error) error {
-	if err != nil {
-		return err
-	}
-	return unix.EINVAL
 }
 
 // insert adds an element. One the set holds already is refused (EEXIST)

@@ -91,6 +91,15 @@ var steps = []step{
 	{"delete a missing rule", func(b *netfilter.Batch) { b.DelRule(tab, "a", 999) }},
 	{"flush a missing chain", func(b *netfilter.Batch) { b.FlushNew(tab, "zz") }},
 	{"a rule after refused ones", func(b *netfilter.Batch) { b.AddXTRuleEcho(tab, "c", []expr.Any{&expr.Counter{}}, 0) }},
+	{"a second rule reading the anonymous set", func(b *netfilter.Batch) {
+		b.AddRule(tab, "c", []expr.Any{
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+			&expr.Lookup{SourceRegister: 1, SetName: "__set0"},
+		}, "")
+	}},
+	{"an element of the anonymous set", func(b *netfilter.Batch) {
+		b.AddSetElem(tab, "__set0", netfilter.Elem{Key: []byte{0, 22}}, false)
+	}},
 	{"create an element held", func(b *netfilter.Batch) {
 		b.AddSetElem(tab, "dn", netfilter.Elem{Key: addr(10, 0, 0, 1), Data: addr(192, 0, 2, 1)}, true)
 	}},
@@ -123,14 +132,12 @@ var steps = []step{
 		b.AddSet(tab, netfilter.SetSpec{Name: "dn", KeyType: addrType, KeyLen: 4, DataType: addrType, DataLen: 4})
 	}},
 	{"delete a missing element", func(b *netfilter.Batch) { b.DelElem(tab, "dn", addr(10, 9, 9, 9)) }},
-	{"delete a range by its start and another end", func(b *netfilter.Batch) {
-		b.DelElemRange(tab, "rng", ppKey(17, 8000), ppKey(17, 8050))
-	}},
-	{"delete a range by a key inside and its end", func(b *netfilter.Batch) {
-		b.DelElemRange(tab, "rng", ppKey(17, 8050), ppKey(17, 8100))
-	}},
-	{"delete a range by a key inside it", func(b *netfilter.Batch) { b.DelElem(tab, "rng", ppKey(17, 8050)) }},
-	{"delete a range by its start alone", func(b *netfilter.Batch) { b.DelElem(tab, "rng", ppKey(17, 8000)) }},
+	{"delete a range by its start and another end", delRange(ppKey(17, 8000), ppKey(17, 8050))},
+	{"delete a range by a key inside and its end", delRange(ppKey(17, 8050), ppKey(17, 8100))},
+	{"delete a range by a key inside it", delRange(ppKey(17, 8050), nil)},
+	{"delete a range by its start alone", delRange(ppKey(17, 8000), nil)},
+	{"delete a range by its end alone", delRange(ppKey(17, 8100), nil)},
+	{"delete a range by a key past it", delRange(ppKey(17, 8101), nil)},
 	{"delete a range", func(b *netfilter.Batch) { b.DelElemRange(tab, "rng", ppKey(17, 8000), ppKey(17, 8100)) }},
 	{"a chain again, hooked otherwise", func(b *netfilter.Batch) {
 		b.AddChain(tab, "input", &netfilter.Hook{Type: "filter", Num: 1, Prio: 10})
@@ -150,6 +157,9 @@ var steps = []step{
 		b.DelElem(tab, "vm", ifname("eth1"))
 		b.DelChain(tab, "c")
 	}},
+	{"an element of the anonymous set, its rule gone", func(b *netfilter.Batch) {
+		b.AddSetElem(tab, "__set0", netfilter.Elem{Key: []byte{0, 22}}, false)
+	}},
 	{"many elements", func(b *netfilter.Batch) {
 		for i := range 300 {
 			b.AddSetElem(tab, "dn", netfilter.Elem{Key: addr(10, 1, byte(i>>8), byte(i)), Data: addr(192, 0, 2, byte(i)), Comment: fmt.Sprint("e", i)}, true)
@@ -161,6 +171,16 @@ var steps = []step{
 		b.AddChain(o, "x", nil)
 		b.AddXTRuleEcho(o, "x", []expr.Any{&expr.Counter{}}, 0)
 	}},
+}
+
+// delRange deletes an element of rng by key (and end), then adds the
+// range 17 . 8000-8100 back: the batch succeeds only if what was deleted
+// was that range.
+func delRange(key, end []byte) func(b *netfilter.Batch) {
+	return func(b *netfilter.Batch) {
+		b.DelElemRange(tab, "rng", key, end)
+		b.AddSetElem(tab, "rng", netfilter.Elem{Key: ppKey(17, 8000), End: ppKey(17, 8100), Data: addr(10, 0, 0, 8), Comment: "u"}, true)
+	}
 }
 
 // transcript runs the steps on conn, reading the ruleset back after each.
