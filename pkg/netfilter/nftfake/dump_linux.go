@@ -97,31 +97,11 @@ func (f *Fake) chains(family byte, a attrs, dumping bool) ([][]byte, error) {
 		}
 		return out, nil
 	}
-	t, c, err := f.chainOf(family, a, unix.NFTA_CHAIN_TABLE, unix.NFTA_CHAIN_NAME)
+	t, c, err := f.rs.chainOf(family, a, unix.NFTA_CHAIN_TABLE, unix.NFTA_CHAIN_NAME)
 	if err != nil {
 		return nil, err
 	}
 	return [][]byte{append(nfgen(family), chainAttrs(t, c)...)}, nil
-}
-
-func (f *Fake) chainOf(family byte, a attrs, tableAttr, chainAttr uint16) (*table, *chain, error) {
-	tn, err := name(a, tableAttr)
-	if err != nil {
-		return nil, nil, err
-	}
-	cn, err := name(a, chainAttr)
-	if err != nil {
-		return nil, nil, err
-	}
-	t := f.rs.table(family, tn)
-	if t == nil {
-		return nil, nil, unix.ENOENT
-	}
-	c := t.chain(cn)
-	if c == nil {
-		return nil, nil, unix.ENOENT
-	}
-	return t, c, nil
 }
 
 // chainAttrs encodes a chain as the kernel dumps it.
@@ -149,7 +129,7 @@ func chainAttrs(t *table, c *chain) []byte {
 // missing one: none).
 func (f *Fake) rules(family byte, a attrs, dumping bool) ([][]byte, error) {
 	if !dumping {
-		t, c, err := f.chainOf(family, a, unix.NFTA_RULE_TABLE, unix.NFTA_RULE_CHAIN)
+		t, c, err := f.rs.chainOf(family, a, unix.NFTA_RULE_TABLE, unix.NFTA_RULE_CHAIN)
 		if err != nil {
 			return nil, err
 		}

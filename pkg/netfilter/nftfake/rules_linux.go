@@ -15,17 +15,9 @@ import (
 // anonymous set another rule holds). The handle is taken before the
 // expressions are checked, as the kernel takes it.
 func (tx *txn) newRule(family byte, m netlink.Message, a attrs) error {
-	t, err := tx.tableOf(family, a, unix.NFTA_RULE_TABLE)
+	t, c, err := tx.rs.chainOf(family, a, unix.NFTA_RULE_TABLE, unix.NFTA_RULE_CHAIN)
 	if err != nil {
 		return err
-	}
-	n, err := name(a, unix.NFTA_RULE_CHAIN)
-	if err != nil {
-		return err
-	}
-	c := t.chain(n)
-	if c == nil {
-		return unix.ENOENT
 	}
 	t.hgen++
 	r := &rule{handle: t.hgen, exprs: a[unix.NFTA_RULE_EXPRESSIONS], userdata: a[unix.NFTA_RULE_USERDATA]}

@@ -11,7 +11,7 @@ import (
 // add set / add map: an existing named set is kept if it is the same
 // (NLM_F_EXCL: EEXIST), and refused (EEXIST) if it differs.
 func (tx *txn) newSet(family byte, flags netlink.HeaderFlags, a attrs) error {
-	t, err := tx.tableOf(family, a, unix.NFTA_SET_TABLE)
+	t, err := tx.rs.tableOf(family, a, unix.NFTA_SET_TABLE)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func sameSet(a, b *set) bool {
 
 // setElems adds (add) or deletes the elements of one message.
 func (tx *txn) setElems(family byte, flags netlink.HeaderFlags, a attrs, add bool) error {
-	t, err := tx.tableOf(family, a, unix.NFTA_SET_ELEM_LIST_TABLE)
+	t, err := tx.rs.tableOf(family, a, unix.NFTA_SET_ELEM_LIST_TABLE)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,10 @@
 package nftfake
 
-import "slices"
+import (
+	"slices"
+
+	"golang.org/x/sys/unix"
+)
 
 // The in-memory ruleset. Rules and elements never change once made (a
 // transaction replaces or drops them), so a copy of the ruleset for a
@@ -97,6 +101,37 @@ func (rs *ruleset) table(family byte, name string) *table {
 		}
 	}
 	return nil
+}
+
+// tableOf finds the table a message names in attribute attr: EINVAL or
+// ERANGE for a name missing or too long, ENOENT for no such table.
+func (rs *ruleset) tableOf(family byte, a attrs, attr uint16) (*table, error) {
+	n, err := name(a, attr)
+	if err != nil {
+		return nil, err
+	}
+	t := rs.table(family, n)
+	if t == nil {
+		return nil, unix.ENOENT
+	}
+	return t, nil
+}
+
+// chainOf finds the table and the chain a message names.
+func (rs *ruleset) chainOf(family byte, a attrs, tableAttr, chainAttr uint16) (*table, *chain, error) {
+	t, err := rs.tableOf(family, a, tableAttr)
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := name(a, chainAttr)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := t.chain(n)
+	if c == nil {
+		return nil, nil, unix.ENOENT
+	}
+	return t, c, nil
 }
 
 func (rs *ruleset) dropTable(t *table) {

@@ -43,7 +43,7 @@ func (tx *txn) apply(m netlink.Message) error {
 	case unix.NFT_MSG_NEWTABLE:
 		return tx.newTable(family, m.Header.Flags, a)
 	case unix.NFT_MSG_DELTABLE:
-		t, err := tx.tableOf(family, a, unix.NFTA_TABLE_NAME)
+		t, err := tx.rs.tableOf(family, a, unix.NFTA_TABLE_NAME)
 		if err == nil {
 			tx.rs.dropTable(t)
 		}
@@ -79,18 +79,6 @@ func name(a attrs, t uint16) (string, error) {
 	return s, nil
 }
 
-func (tx *txn) tableOf(family byte, a attrs, attr uint16) (*table, error) {
-	n, err := name(a, attr)
-	if err != nil {
-		return nil, err
-	}
-	t := tx.rs.table(family, n)
-	if t == nil {
-		return nil, unix.ENOENT
-	}
-	return t, nil
-}
-
 // add table: an existing one is kept unless NLM_F_EXCL asks to fail.
 func (tx *txn) newTable(family byte, flags netlink.HeaderFlags, a attrs) error {
 	n, err := name(a, unix.NFTA_TABLE_NAME)
@@ -114,7 +102,7 @@ func (tx *txn) newTable(family byte, flags netlink.HeaderFlags, a attrs) error {
 // hook asked differs from its own, or it has none (EOPNOTSUPP: the kernel
 // would have to update it).
 func (tx *txn) newChain(family byte, flags netlink.HeaderFlags, a attrs) error {
-	t, err := tx.tableOf(family, a, unix.NFTA_CHAIN_TABLE)
+	t, err := tx.rs.tableOf(family, a, unix.NFTA_CHAIN_TABLE)
 	if err != nil {
 		return err
 	}
@@ -178,17 +166,9 @@ func parseHook(a attrs) (*hook, error) {
 // delete chain: its own rules go with it; a chain that jumps, gotos or
 // map elements still lead to is busy.
 func (tx *txn) delChain(family byte, a attrs) error {
-	t, err := tx.tableOf(family, a, unix.NFTA_CHAIN_TABLE)
+	t, c, err := tx.rs.chainOf(family, a, unix.NFTA_CHAIN_TABLE, unix.NFTA_CHAIN_NAME)
 	if err != nil {
 		return err
-	}
-	n, err := name(a, unix.NFTA_CHAIN_NAME)
-	if err != nil {
-		return err
-	}
-	c := t.chain(n)
-	if c == nil {
-		return unix.ENOENT
 	}
 	for _, r := range slices.Clone(c.rules) {
 		t.dropRule(c, r)
@@ -203,7 +183,7 @@ func (tx *txn) delChain(family byte, a attrs) error {
 // delete rule by handle, or flush a chain (no handle) or a table (no
 // chain either).
 func (tx *txn) delRule(family byte, a attrs) error {
-	t, err := tx.tableOf(family, a, unix.NFTA_RULE_TABLE)
+	t, err := tx.rs.tableOf(family, a, unix.NFTA_RULE_TABLE)
 	if err != nil {
 		return err
 	}
