@@ -200,10 +200,10 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-// TestLargeTransaction: a transaction past the socket's default buffers
+// TestLargeTransactionOverFake: a transaction past the socket's default buffers
 // grows them and commits; one whose last message is refused commits
 // nothing.
-func TestLargeTransaction(t *testing.T) {
+func TestLargeTransactionOverFake(t *testing.T) {
 	_, conn := newFake(t)
 	b := &netfilter.Batch{}
 	for i := range 3000 {
@@ -308,6 +308,22 @@ func TestBrokenPeer(t *testing.T) {
 	}
 	var nilConn *netfilter.Conn
 	nilConn.Close()
+}
+
+// A Conn used after Close fails as a closed socket does (EBADF), whether
+// it was over the kernel or a Peer: a cleanup that runs after the Close it
+// deferred gets an error, not a panic.
+func TestUseAfterClose(t *testing.T) {
+	_, conn := newFake(t)
+	conn.Close()
+	if _, err := conn.TableExists(fam, "t"); !errors.Is(err, unix.EBADF) {
+		t.Errorf("TableExists after Close = %v, want EBADF", err)
+	}
+	b := &netfilter.Batch{}
+	b.AddTable(tab)
+	if err := conn.Apply(b); !errors.Is(err, unix.EBADF) {
+		t.Errorf("Apply after Close = %v, want EBADF", err)
+	}
 }
 
 // TestDial opens and closes a kernel socket; it sends nothing, so it

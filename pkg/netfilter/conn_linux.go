@@ -60,11 +60,11 @@ func Dial() (*Conn, error) {
 // close waits in the kernel for the deleted objects' release (see Conn):
 // the call that deleted them pays it, as every nftables client does.
 func (n *Conn) Close() {
-	if n == nil || n.sock == nil {
+	if n == nil || n.sock == closed {
 		return
 	}
 	n.sock.close()
-	n.sock = nil
+	n.sock = closed // later calls fail with EBADF, as on a closed descriptor
 }
 
 // send writes messages in one datagram, numbering them; it returns the

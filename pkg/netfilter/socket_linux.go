@@ -15,6 +15,9 @@ type socket interface {
 // fdSocket is the kernel's netfilter netlink socket.
 type fdSocket int
 
+// closed is the socket of a closed Conn.
+const closed = fdSocket(-1)
+
 func (s fdSocket) sendto(b []byte) error {
 	return unix.Sendto(int(s), b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
 }
