@@ -60,7 +60,7 @@ func Dial() (*Conn, error) {
 // close waits in the kernel for the deleted objects' release (see Conn):
 // the call that deleted them pays it, as every nftables client does.
 func (n *Conn) Close() {
-	if n == nil || n.sock == closed {
+	if n == nil || n.sock == nil || n.sock == closed {
 		return
 	}
 	n.sock.close()

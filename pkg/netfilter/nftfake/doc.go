@@ -25,7 +25,8 @@
 //
 // What it does not: it runs no packet through the rules, checks no
 // expression other than what it refers to (the chain of a verdict, the
-// set of a lookup), and dumps a rule's expressions as they were sent,
+// set of a lookup: not, for one, that a register is loaded before it is
+// read, which Linux 6.18 refuses with ENODATA), and dumps a rule's expressions as they were sent,
 // where the kernel dumps its own encoding of them (equal for what
 // netfilter.ParseExprs reads, but not byte for byte: a lookup of an
 // anonymous set names it by its ID, not as "__set0"). The privileged

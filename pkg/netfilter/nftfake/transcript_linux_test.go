@@ -1,6 +1,7 @@
 package nftfake_test
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -161,7 +162,7 @@ var steps = []step{
 		b.AddSetElem(tab, "__set0", netfilter.Elem{Key: []byte{0, 22}}, false)
 	}},
 	{"many elements", func(b *netfilter.Batch) {
-		for i := range 300 {
+		for i := range 1000 { // a dump of more than one datagram
 			b.AddSetElem(tab, "dn", netfilter.Elem{Key: addr(10, 1, byte(i>>8), byte(i)), Data: addr(192, 0, 2, byte(i)), Comment: fmt.Sprint("e", i)}, true)
 		}
 	}},
@@ -262,5 +263,8 @@ func elemsText(elems []netfilter.Elem) string {
 		w = append(w, fmt.Sprintf("%x-%x:%s%x %q", e.Key, e.End, e.Chain, e.Data, e.Comment))
 	}
 	slices.Sort(w)
+	if len(w) > 10 { // the first three and a digest of all
+		return fmt.Sprintf("%d %v... sha256 %x", len(w), w[:3], sha256.Sum256([]byte(strings.Join(w, "\n"))))
+	}
 	return fmt.Sprint(len(w), w)
 }
