@@ -66,71 +66,75 @@ func newFake(t *testing.T) (*nftfake.Fake, *netfilter.Conn) {
 	return fake, conn
 }
 
+// batchCases are the operations TestBatch runs over the base ruleset:
+// the errno each batch gets, and what a read sees after it.
+var batchCases = []struct {
+	name  string
+	batch func(b *netfilter.Batch)
+	errno unix.Errno
+	check func(conn *netfilter.Conn) string // "" when what it reads is right
+}{
+	{"table and chain again", func(b *netfilter.Batch) { b.AddTable(tab); b.AddChain(tab, "a", nil) }, 0, uses("a", 2)},
+	{"a base chain again with another hook", func(b *netfilter.Batch) {
+		b.AddChain(tab, "input", &netfilter.Hook{Type: "filter", Num: 1, Prio: 5})
+	}, unix.EOPNOTSUPP, uses("input", 1)},
+	{"a rule with a comment", func(b *netfilter.Batch) {
+		b.AddRule(tab, "c", []expr.Any{&expr.Counter{}}, "hello")
+	}, 0, rules("c", `c#11 "hello"->""`)},
+	{"an iptables-nft comment", func(b *netfilter.Batch) {
+		info := xt.Unknown("from iptables\x00\x00\x00")
+		b.AddXTRule(tab, "c", []expr.Any{&expr.Match{Name: "comment", Info: &info}, jump("b")}, 0)
+	}, 0, rules("c", `c#11 "from iptables"->"b"`)},
+	{"a rule in a missing chain", func(b *netfilter.Batch) { b.AddRule(tab, "zz", nil, "") }, unix.ENOENT, rules("c", "")},
+	{"a jump to a missing chain", func(b *netfilter.Batch) { b.AddRule(tab, "c", []expr.Any{jump("zz")}, "") }, unix.ENOENT, rules("c", "")},
+	{"delete a rule", func(b *netfilter.Batch) { b.DelRule(tab, "input", 8) }, 0, both(rules("input", ""), uses("a", 1))},
+	{"delete a missing rule", func(b *netfilter.Batch) { b.DelRule(tab, "input", 99) }, unix.ENOENT, rules("input", `input#8 "to a"->"a"`)},
+	{"flush a chain", func(b *netfilter.Batch) { b.FlushChain(tab, "a") }, 0, both(rules("a", ""), uses("b", 1))},
+	{"flush a new chain", func(b *netfilter.Batch) { b.AddChain(tab, "d", nil); b.FlushNew(tab, "d") }, 0, uses("d", 0)},
+	{"delete a chain jumped to", func(b *netfilter.Batch) { b.DelChain(tab, "a") }, unix.EBUSY, uses("a", 2)},
+	{"delete a chain a map leads to", func(b *netfilter.Batch) { b.DelChain(tab, "c") }, unix.EBUSY, uses("c", 2)},
+	{"delete a missing chain", func(b *netfilter.Batch) { b.DelChain(tab, "zz") }, unix.ENOENT, uses("zz", -1)},
+	{"delete the jump, then its chain and its rules", func(b *netfilter.Batch) {
+		b.DelRule(tab, "input", 8)
+		b.DelChain(tab, "a")
+	}, 0, both(uses("a", -1), uses("b", 1))},
+	{"one refused message refuses the batch", func(b *netfilter.Batch) {
+		b.AddChain(tab, "d", nil)
+		b.DelChain(tab, "zz")
+	}, unix.ENOENT, uses("d", -1)},
+	{"a map element", func(b *netfilter.Batch) { b.AddElem(tab, "vm", ifname("eth1"), "b") }, 0,
+		both(uses("b", 3), elems("vm", "eth0->c", "eth1->b"))},
+	{"a map element to a missing chain", func(b *netfilter.Batch) { b.AddElem(tab, "vm", ifname("eth1"), "zz") }, unix.ENOENT, elems("vm", "eth0->c")},
+	{"delete a map element", func(b *netfilter.Batch) { b.DelElem(tab, "vm", ifname("eth0")) }, 0, both(elems("vm"), uses("c", 1))},
+	{"delete a missing element", func(b *netfilter.Batch) { b.DelElem(tab, "vm", ifname("eth9")) }, unix.ENOENT, elems("vm", "eth0->c")},
+	{"create an element held", func(b *netfilter.Batch) {
+		b.AddSetElem(tab, "dn", netfilter.Elem{Key: []byte{10, 0, 0, 1}, Data: []byte{192, 0, 2, 1}}, true)
+	}, unix.EEXIST, elems("dn", `0a000001->c0000201 "one"`)},
+	{"add an element held, same data", func(b *netfilter.Batch) {
+		b.AddSetElem(tab, "dn", netfilter.Elem{Key: []byte{10, 0, 0, 1}, Data: []byte{192, 0, 2, 1}}, false)
+	}, 0, elems("dn", `0a000001->c0000201 "one"`)},
+	{"add an element held, other data", func(b *netfilter.Batch) {
+		b.AddSetElem(tab, "dn", netfilter.Elem{Key: []byte{10, 0, 0, 1}, Data: []byte{192, 0, 2, 2}}, false)
+	}, unix.EEXIST, elems("dn", `0a000001->c0000201 "one"`)},
+	{"an element of the wrong size", func(b *netfilter.Batch) {
+		b.AddSetElem(tab, "dn", netfilter.Elem{Key: []byte{10, 0, 1}, Data: []byte{192, 0, 2, 2}}, false)
+	}, unix.EINVAL, elems("dn", `0a000001->c0000201 "one"`)},
+	{"an overlapping range", func(b *netfilter.Batch) { b.AddElemRange(tab, "rng", ppKey(6, 8050), ppKey(6, 9000), "b") }, unix.EEXIST, uses("b", 2)},
+	{"a range apart", func(b *netfilter.Batch) { b.AddElemRange(tab, "rng", ppKey(17, 8050), ppKey(17, 9000), "b") }, 0, uses("b", 3)},
+	{"delete a range", func(b *netfilter.Batch) { b.DelElemRange(tab, "rng", ppKey(6, 8000), ppKey(6, 8100)) }, 0, uses("c", 1)},
+	{"an anonymous set a rule reads", func(b *netfilter.Batch) {
+		id := b.AddAnonSet(tab, netfilter.AnonSet{KeyType: 13, KeyLen: 2, Interval: true, UserData: []byte{0}, Elems: []netfilter.SetElem{
+			{Key: []byte{0, 80}}, {Key: []byte{0, 81}, End: true},
+		}})
+		b.AddRule(tab, "c", []expr.Any{&expr.Lookup{SourceRegister: 1, SetName: netfilter.AnonSetName, SetID: id}}, "web")
+	}, 0, rules("c", `c#12 "web"->""`)},
+	{"a set again, otherwise", func(b *netfilter.Batch) { b.AddSet(tab, netfilter.SetSpec{Name: "dn", KeyType: 7, KeyLen: 4}) }, unix.EEXIST, elems("dn", `0a000001->c0000201 "one"`)},
+}
+
 // TestBatch: each operation as the kernel answers it, and what a read
 // sees after it (a refused batch changes nothing: the check sees the base).
 func TestBatch(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		batch func(b *netfilter.Batch)
-		errno unix.Errno
-		check func(conn *netfilter.Conn) string // "" when what it reads is right
-	}{
-		{"table and chain again", func(b *netfilter.Batch) { b.AddTable(tab); b.AddChain(tab, "a", nil) }, 0, uses("a", 2)},
-		{"a base chain again with another hook", func(b *netfilter.Batch) {
-			b.AddChain(tab, "input", &netfilter.Hook{Type: "filter", Num: 1, Prio: 5})
-		}, unix.EOPNOTSUPP, uses("input", 1)},
-		{"a rule with a comment", func(b *netfilter.Batch) {
-			b.AddRule(tab, "c", []expr.Any{&expr.Counter{}}, "hello")
-		}, 0, rules("c", `c#11 "hello"->""`)},
-		{"an iptables-nft comment", func(b *netfilter.Batch) {
-			info := xt.Unknown("from iptables\x00\x00\x00")
-			b.AddXTRule(tab, "c", []expr.Any{&expr.Match{Name: "comment", Info: &info}, jump("b")}, 0)
-		}, 0, rules("c", `c#11 "from iptables"->"b"`)},
-		{"a rule in a missing chain", func(b *netfilter.Batch) { b.AddRule(tab, "zz", nil, "") }, unix.ENOENT, rules("c", "")},
-		{"a jump to a missing chain", func(b *netfilter.Batch) { b.AddRule(tab, "c", []expr.Any{jump("zz")}, "") }, unix.ENOENT, rules("c", "")},
-		{"delete a rule", func(b *netfilter.Batch) { b.DelRule(tab, "input", 8) }, 0, both(rules("input", ""), uses("a", 1))},
-		{"delete a missing rule", func(b *netfilter.Batch) { b.DelRule(tab, "input", 99) }, unix.ENOENT, rules("input", `input#8 "to a"->"a"`)},
-		{"flush a chain", func(b *netfilter.Batch) { b.FlushChain(tab, "a") }, 0, both(rules("a", ""), uses("b", 1))},
-		{"flush a new chain", func(b *netfilter.Batch) { b.AddChain(tab, "d", nil); b.FlushNew(tab, "d") }, 0, uses("d", 0)},
-		{"delete a chain jumped to", func(b *netfilter.Batch) { b.DelChain(tab, "a") }, unix.EBUSY, uses("a", 2)},
-		{"delete a chain a map leads to", func(b *netfilter.Batch) { b.DelChain(tab, "c") }, unix.EBUSY, uses("c", 2)},
-		{"delete a missing chain", func(b *netfilter.Batch) { b.DelChain(tab, "zz") }, unix.ENOENT, uses("zz", -1)},
-		{"delete the jump, then its chain and its rules", func(b *netfilter.Batch) {
-			b.DelRule(tab, "input", 8)
-			b.DelChain(tab, "a")
-		}, 0, both(uses("a", -1), uses("b", 1))},
-		{"one refused message refuses the batch", func(b *netfilter.Batch) {
-			b.AddChain(tab, "d", nil)
-			b.DelChain(tab, "zz")
-		}, unix.ENOENT, uses("d", -1)},
-		{"a map element", func(b *netfilter.Batch) { b.AddElem(tab, "vm", ifname("eth1"), "b") }, 0,
-			both(uses("b", 3), elems("vm", "eth0->c", "eth1->b"))},
-		{"a map element to a missing chain", func(b *netfilter.Batch) { b.AddElem(tab, "vm", ifname("eth1"), "zz") }, unix.ENOENT, elems("vm", "eth0->c")},
-		{"delete a map element", func(b *netfilter.Batch) { b.DelElem(tab, "vm", ifname("eth0")) }, 0, both(elems("vm"), uses("c", 1))},
-		{"delete a missing element", func(b *netfilter.Batch) { b.DelElem(tab, "vm", ifname("eth9")) }, unix.ENOENT, elems("vm", "eth0->c")},
-		{"create an element held", func(b *netfilter.Batch) {
-			b.AddSetElem(tab, "dn", netfilter.Elem{Key: []byte{10, 0, 0, 1}, Data: []byte{192, 0, 2, 1}}, true)
-		}, unix.EEXIST, elems("dn", `0a000001->c0000201 "one"`)},
-		{"add an element held, same data", func(b *netfilter.Batch) {
-			b.AddSetElem(tab, "dn", netfilter.Elem{Key: []byte{10, 0, 0, 1}, Data: []byte{192, 0, 2, 1}}, false)
-		}, 0, elems("dn", `0a000001->c0000201 "one"`)},
-		{"add an element held, other data", func(b *netfilter.Batch) {
-			b.AddSetElem(tab, "dn", netfilter.Elem{Key: []byte{10, 0, 0, 1}, Data: []byte{192, 0, 2, 2}}, false)
-		}, unix.EEXIST, elems("dn", `0a000001->c0000201 "one"`)},
-		{"an element of the wrong size", func(b *netfilter.Batch) {
-			b.AddSetElem(tab, "dn", netfilter.Elem{Key: []byte{10, 0, 1}, Data: []byte{192, 0, 2, 2}}, false)
-		}, unix.EINVAL, elems("dn", `0a000001->c0000201 "one"`)},
-		{"an overlapping range", func(b *netfilter.Batch) { b.AddElemRange(tab, "rng", ppKey(6, 8050), ppKey(6, 9000), "b") }, unix.EEXIST, uses("b", 2)},
-		{"a range apart", func(b *netfilter.Batch) { b.AddElemRange(tab, "rng", ppKey(17, 8050), ppKey(17, 9000), "b") }, 0, uses("b", 3)},
-		{"delete a range", func(b *netfilter.Batch) { b.DelElemRange(tab, "rng", ppKey(6, 8000), ppKey(6, 8100)) }, 0, uses("c", 1)},
-		{"an anonymous set a rule reads", func(b *netfilter.Batch) {
-			id := b.AddAnonSet(tab, netfilter.AnonSet{KeyType: 13, KeyLen: 2, Interval: true, UserData: []byte{0}, Elems: []netfilter.SetElem{
-				{Key: []byte{0, 80}}, {Key: []byte{0, 81}, End: true},
-			}})
-			b.AddRule(tab, "c", []expr.Any{&expr.Lookup{SourceRegister: 1, SetName: netfilter.AnonSetName, SetID: id}}, "web")
-		}, 0, rules("c", `c#12 "web"->""`)},
-		{"a set again, otherwise", func(b *netfilter.Batch) { b.AddSet(tab, netfilter.SetSpec{Name: "dn", KeyType: 7, KeyLen: 4}) }, unix.EEXIST, elems("dn", `0a000001->c0000201 "one"`)},
-	} {
+	for _, tc := range batchCases {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			fake, conn := newFake(t)
 			b := &netfilter.Batch{}

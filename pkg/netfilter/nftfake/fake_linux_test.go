@@ -79,95 +79,103 @@ func tableMsg(typ int, family byte, name string) netlink.Message {
 	return msg(typ, netlink.Create, family, func(ae *netlink.AttributeEncoder) { ae.String(unix.NFTA_TABLE_NAME, name) })
 }
 
+func chainMsg(flags netlink.HeaderFlags, fn func(ae *netlink.AttributeEncoder)) netlink.Message {
+	return msg(unix.NFT_MSG_NEWCHAIN, flags, unix.NFPROTO_IPV4, func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_CHAIN_TABLE, "t")
+		fn(ae)
+	})
+}
+
+func setMsg(fn func(ae *netlink.AttributeEncoder)) netlink.Message {
+	return msg(unix.NFT_MSG_NEWSET, netlink.Create, unix.NFPROTO_IPV4, func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_SET_TABLE, "t")
+		ae.String(unix.NFTA_SET_NAME, "s")
+		fn(ae)
+	})
+}
+
+var long = strings.Repeat("x", 300)
+
+// messageCases are messages a Conn does not send but the kernel parses,
+// each with the errno the kernel answers it with, in a transaction on a
+// table t holding a chain c with one rule.
+var messageCases = []struct {
+	name string
+	m    netlink.Message
+	want unix.Errno
+}{
+	{"table created again", tableMsg(unix.NFT_MSG_NEWTABLE, unix.NFPROTO_IPV4, "t"), 0},
+	{"table with excl", msg(unix.NFT_MSG_NEWTABLE, netlink.Create|netlink.Excl, unix.NFPROTO_IPV4, func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_TABLE_NAME, "t")
+	}), unix.EEXIST},
+	{"table of no family", tableMsg(unix.NFT_MSG_NEWTABLE, 99, "t"), unix.EAFNOSUPPORT},
+	{"table named too long", tableMsg(unix.NFT_MSG_NEWTABLE, unix.NFPROTO_IPV4, long), unix.ERANGE},
+	{"table unnamed", msg(unix.NFT_MSG_NEWTABLE, 0, unix.NFPROTO_IPV4, func(*netlink.AttributeEncoder) {}), unix.EINVAL},
+	{"delete a missing table", tableMsg(unix.NFT_MSG_DELTABLE, unix.NFPROTO_IPV6, "t"), unix.ENOENT},
+	{"chain with excl", chainMsg(netlink.Create|netlink.Excl, func(ae *netlink.AttributeEncoder) { ae.String(unix.NFTA_CHAIN_NAME, "c") }), unix.EEXIST},
+	{"regular chain with a policy", chainMsg(netlink.Create, func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_CHAIN_NAME, "d")
+		ae.Uint32(unix.NFTA_CHAIN_POLICY, 1)
+	}), unix.EOPNOTSUPP},
+	{"hook without a priority", chainMsg(netlink.Create, func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_CHAIN_NAME, "d")
+		ae.Nested(unix.NFTA_CHAIN_HOOK, func(n *netlink.AttributeEncoder) error { n.Uint32(unix.NFTA_HOOK_HOOKNUM, 1); return nil })
+	}), unix.EINVAL},
+	{"policy neither accept nor drop", chainMsg(netlink.Create, func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_CHAIN_NAME, "d")
+		ae.Nested(unix.NFTA_CHAIN_HOOK, func(n *netlink.AttributeEncoder) error {
+			n.Uint32(unix.NFTA_HOOK_HOOKNUM, 1)
+			n.Uint32(unix.NFTA_HOOK_PRIORITY, 0)
+			return nil
+		})
+		ae.Uint32(unix.NFTA_CHAIN_POLICY, 7)
+	}), unix.EINVAL},
+	{"base chain, drop policy", chainMsg(netlink.Create, func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_CHAIN_NAME, "in")
+		ae.Nested(unix.NFTA_CHAIN_HOOK, func(n *netlink.AttributeEncoder) error {
+			n.Uint32(unix.NFTA_HOOK_HOOKNUM, 1)
+			n.Uint32(unix.NFTA_HOOK_PRIORITY, 0)
+			return nil
+		})
+		ae.Uint32(unix.NFTA_CHAIN_POLICY, 0)
+	}), 0},
+	{"set without a key length", setMsg(func(ae *netlink.AttributeEncoder) { ae.Uint32(unix.NFTA_SET_KEY_TYPE, 7) }), unix.EINVAL},
+	{"map without data", setMsg(func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(unix.NFTA_SET_FLAGS, unix.NFT_SET_MAP)
+		ae.Uint32(unix.NFTA_SET_KEY_LEN, 4)
+	}), unix.EINVAL},
+	{"map of data too long", setMsg(func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(unix.NFTA_SET_FLAGS, unix.NFT_SET_MAP)
+		ae.Uint32(unix.NFTA_SET_KEY_LEN, 4)
+		ae.Uint32(unix.NFTA_SET_DATA_TYPE, 7)
+		ae.Uint32(unix.NFTA_SET_DATA_LEN, 100)
+	}), unix.EINVAL},
+	{"concatenation not making up its key", setMsg(func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(unix.NFTA_SET_FLAGS, unix.NFT_SET_INTERVAL|0x80)
+		ae.Uint32(unix.NFTA_SET_KEY_LEN, 12)
+		ae.Nested(unix.NFTA_SET_DESC, func(d *netlink.AttributeEncoder) error {
+			d.Nested(2, func(c *netlink.AttributeEncoder) error {
+				c.Nested(unix.NFTA_LIST_ELEM, func(f *netlink.AttributeEncoder) error { f.Uint32(1, 4); return nil })
+				c.Nested(unix.NFTA_LIST_ELEM, func(f *netlink.AttributeEncoder) error { f.Uint32(1, 2); return nil })
+				return nil
+			})
+			return nil
+		})
+	}), unix.EINVAL},
+	{"a rule inserted first", msg(unix.NFT_MSG_NEWRULE, netlink.Create, unix.NFPROTO_IPV4, func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_RULE_TABLE, "t")
+		ae.String(unix.NFTA_RULE_CHAIN, "c")
+	}), 0},
+	{"flush the table", msg(unix.NFT_MSG_DELRULE, 0, unix.NFPROTO_IPV4, func(ae *netlink.AttributeEncoder) { ae.String(unix.NFTA_RULE_TABLE, "t") }), 0},
+	{"another subsystem", netlink.Message{Header: netlink.Header{Type: 0x0100, Flags: netlink.Request}, Data: []byte{2, 0, 0, 0}}, unix.EINVAL},
+	{"a message the fake does not know", msg(unix.NFT_MSG_NEWOBJ, 0, unix.NFPROTO_IPV4, func(*netlink.AttributeEncoder) {}), unix.EOPNOTSUPP},
+	{"delete the table", tableMsg(unix.NFT_MSG_DELTABLE, unix.NFPROTO_IPV4, "t"), 0},
+}
+
 // TestMessages: what the fake answers messages a Conn does not send but
 // the kernel parses (each refused as the kernel refuses it).
 func TestMessages(t *testing.T) {
-	long := strings.Repeat("x", 300)
-	chainMsg := func(flags netlink.HeaderFlags, fn func(ae *netlink.AttributeEncoder)) netlink.Message {
-		return msg(unix.NFT_MSG_NEWCHAIN, flags, unix.NFPROTO_IPV4, func(ae *netlink.AttributeEncoder) {
-			ae.String(unix.NFTA_CHAIN_TABLE, "t")
-			fn(ae)
-		})
-	}
-	setMsg := func(fn func(ae *netlink.AttributeEncoder)) netlink.Message {
-		return msg(unix.NFT_MSG_NEWSET, netlink.Create, unix.NFPROTO_IPV4, func(ae *netlink.AttributeEncoder) {
-			ae.String(unix.NFTA_SET_TABLE, "t")
-			ae.String(unix.NFTA_SET_NAME, "s")
-			fn(ae)
-		})
-	}
-	for _, tc := range []struct {
-		name string
-		m    netlink.Message
-		want unix.Errno
-	}{
-		{"table created again", tableMsg(unix.NFT_MSG_NEWTABLE, unix.NFPROTO_IPV4, "t"), 0},
-		{"table with excl", msg(unix.NFT_MSG_NEWTABLE, netlink.Create|netlink.Excl, unix.NFPROTO_IPV4, func(ae *netlink.AttributeEncoder) {
-			ae.String(unix.NFTA_TABLE_NAME, "t")
-		}), unix.EEXIST},
-		{"table of no family", tableMsg(unix.NFT_MSG_NEWTABLE, 99, "t"), unix.EAFNOSUPPORT},
-		{"table named too long", tableMsg(unix.NFT_MSG_NEWTABLE, unix.NFPROTO_IPV4, long), unix.ERANGE},
-		{"table unnamed", msg(unix.NFT_MSG_NEWTABLE, 0, unix.NFPROTO_IPV4, func(*netlink.AttributeEncoder) {}), unix.EINVAL},
-		{"delete a missing table", tableMsg(unix.NFT_MSG_DELTABLE, unix.NFPROTO_IPV6, "t"), unix.ENOENT},
-		{"chain with excl", chainMsg(netlink.Create|netlink.Excl, func(ae *netlink.AttributeEncoder) { ae.String(unix.NFTA_CHAIN_NAME, "c") }), unix.EEXIST},
-		{"regular chain with a policy", chainMsg(netlink.Create, func(ae *netlink.AttributeEncoder) {
-			ae.String(unix.NFTA_CHAIN_NAME, "d")
-			ae.Uint32(unix.NFTA_CHAIN_POLICY, 1)
-		}), unix.EOPNOTSUPP},
-		{"hook without a priority", chainMsg(netlink.Create, func(ae *netlink.AttributeEncoder) {
-			ae.String(unix.NFTA_CHAIN_NAME, "d")
-			ae.Nested(unix.NFTA_CHAIN_HOOK, func(n *netlink.AttributeEncoder) error { n.Uint32(unix.NFTA_HOOK_HOOKNUM, 1); return nil })
-		}), unix.EINVAL},
-		{"policy neither accept nor drop", chainMsg(netlink.Create, func(ae *netlink.AttributeEncoder) {
-			ae.String(unix.NFTA_CHAIN_NAME, "d")
-			ae.Nested(unix.NFTA_CHAIN_HOOK, func(n *netlink.AttributeEncoder) error {
-				n.Uint32(unix.NFTA_HOOK_HOOKNUM, 1)
-				n.Uint32(unix.NFTA_HOOK_PRIORITY, 0)
-				return nil
-			})
-			ae.Uint32(unix.NFTA_CHAIN_POLICY, 7)
-		}), unix.EINVAL},
-		{"base chain, drop policy", chainMsg(netlink.Create, func(ae *netlink.AttributeEncoder) {
-			ae.String(unix.NFTA_CHAIN_NAME, "in")
-			ae.Nested(unix.NFTA_CHAIN_HOOK, func(n *netlink.AttributeEncoder) error {
-				n.Uint32(unix.NFTA_HOOK_HOOKNUM, 1)
-				n.Uint32(unix.NFTA_HOOK_PRIORITY, 0)
-				return nil
-			})
-			ae.Uint32(unix.NFTA_CHAIN_POLICY, 0)
-		}), 0},
-		{"set without a key length", setMsg(func(ae *netlink.AttributeEncoder) { ae.Uint32(unix.NFTA_SET_KEY_TYPE, 7) }), unix.EINVAL},
-		{"map without data", setMsg(func(ae *netlink.AttributeEncoder) {
-			ae.Uint32(unix.NFTA_SET_FLAGS, unix.NFT_SET_MAP)
-			ae.Uint32(unix.NFTA_SET_KEY_LEN, 4)
-		}), unix.EINVAL},
-		{"map of data too long", setMsg(func(ae *netlink.AttributeEncoder) {
-			ae.Uint32(unix.NFTA_SET_FLAGS, unix.NFT_SET_MAP)
-			ae.Uint32(unix.NFTA_SET_KEY_LEN, 4)
-			ae.Uint32(unix.NFTA_SET_DATA_TYPE, 7)
-			ae.Uint32(unix.NFTA_SET_DATA_LEN, 100)
-		}), unix.EINVAL},
-		{"concatenation not making up its key", setMsg(func(ae *netlink.AttributeEncoder) {
-			ae.Uint32(unix.NFTA_SET_FLAGS, unix.NFT_SET_INTERVAL|0x80)
-			ae.Uint32(unix.NFTA_SET_KEY_LEN, 12)
-			ae.Nested(unix.NFTA_SET_DESC, func(d *netlink.AttributeEncoder) error {
-				d.Nested(2, func(c *netlink.AttributeEncoder) error {
-					c.Nested(unix.NFTA_LIST_ELEM, func(f *netlink.AttributeEncoder) error { f.Uint32(1, 4); return nil })
-					c.Nested(unix.NFTA_LIST_ELEM, func(f *netlink.AttributeEncoder) error { f.Uint32(1, 2); return nil })
-					return nil
-				})
-				return nil
-			})
-		}), unix.EINVAL},
-		{"a rule inserted first", msg(unix.NFT_MSG_NEWRULE, netlink.Create, unix.NFPROTO_IPV4, func(ae *netlink.AttributeEncoder) {
-			ae.String(unix.NFTA_RULE_TABLE, "t")
-			ae.String(unix.NFTA_RULE_CHAIN, "c")
-		}), 0},
-		{"flush the table", msg(unix.NFT_MSG_DELRULE, 0, unix.NFPROTO_IPV4, func(ae *netlink.AttributeEncoder) { ae.String(unix.NFTA_RULE_TABLE, "t") }), 0},
-		{"another subsystem", netlink.Message{Header: netlink.Header{Type: 0x0100, Flags: netlink.Request}, Data: []byte{2, 0, 0, 0}}, unix.EINVAL},
-		{"a message the fake does not know", msg(unix.NFT_MSG_NEWOBJ, 0, unix.NFPROTO_IPV4, func(*netlink.AttributeEncoder) {}), unix.EOPNOTSUPP},
-		{"delete the table", tableMsg(unix.NFT_MSG_DELTABLE, unix.NFPROTO_IPV4, "t"), 0},
-	} {
+	for _, tc := range messageCases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := nftfake.New()
 			conn := f.Conn()
