@@ -303,3 +303,41 @@ func TestDump(t *testing.T) {
 		t.Errorf("Dump() =\n%s\nwant\n%s", got, want)
 	}
 }
+
+// A refused transaction changes nothing, not even a base chain's policy
+// that one of its messages set before another was refused.
+func TestRefusedBatchKeepsPolicy(t *testing.T) {
+	f := nftfake.New()
+	conn := f.Conn()
+	defer conn.Close()
+	tab := netfilter.Table{Family: "ip", Name: "t"}
+	b := &netfilter.Batch{}
+	b.AddTable(tab)
+	b.AddChain(tab, "in", &netfilter.Hook{Type: "filter", Num: 1})
+	if err := conn.Apply(b); err != nil {
+		t.Fatal(err)
+	}
+	drop := chainMsg(netlink.Create, func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_CHAIN_NAME, "in")
+		ae.Nested(unix.NFTA_CHAIN_HOOK, func(n *netlink.AttributeEncoder) error {
+			n.Uint32(unix.NFTA_HOOK_HOOKNUM, 1)
+			n.Uint32(unix.NFTA_HOOK_PRIORITY, 0)
+			return nil
+		})
+		ae.Uint32(unix.NFTA_CHAIN_POLICY, 0)
+		ae.String(unix.NFTA_CHAIN_TYPE, "filter")
+	})
+	refused := tableMsg(unix.NFT_MSG_DELTABLE, unix.NFPROTO_IPV4, "missing")
+	if errnos, _ := exchange(t, f, batch(drop, refused)); len(errnos) != 1 || errnos[0] != unix.ENOENT {
+		t.Fatalf("answers %v, want ENOENT for the second message", errnos)
+	}
+	if d := f.Dump(); !strings.Contains(d, "policy accept") {
+		t.Errorf("the refused transaction changed the policy:\n%s", d)
+	}
+	if errnos, _ := exchange(t, f, batch(drop)); len(errnos) != 1 || errnos[0] != 0 {
+		t.Fatalf("answers %v, want the ack", errnos)
+	}
+	if d := f.Dump(); !strings.Contains(d, "policy drop") {
+		t.Errorf("the policy update did not apply:\n%s", d)
+	}
+}

@@ -6,8 +6,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The in-memory ruleset. Rules and elements never change once made (a
-// transaction replaces or drops them), so a copy of the ruleset for a
+// The in-memory ruleset. Rules, elements and hooks never change once made
+// (a transaction replaces or drops them), so a copy of the ruleset for a
 // transaction copies tables, chains and sets, and shares those.
 
 type table struct {

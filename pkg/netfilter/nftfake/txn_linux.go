@@ -123,7 +123,7 @@ func (tx *txn) newChain(family byte, flags netlink.HeaderFlags, a attrs) error {
 		case c.hook == nil || c.hook.typ != h.typ || c.hook.num != h.num || c.hook.prio != h.prio:
 			return unix.EOPNOTSUPP
 		}
-		c.hook.policy = h.policy
+		c.hook = h // a new hook: the ruleset before the transaction shares the old
 		return nil
 	}
 	t.hgen++
