@@ -165,7 +165,7 @@ func (n *Conn) grow(opt, force int, have *int, want int) error {
 	}
 	var err error
 	if *have == 0 {
-		if *have, err = unix.GetsockoptInt(n.fd, unix.SOL_SOCKET, opt); err != nil {
+		if *have, err = n.sock.getsockopt(opt); err != nil {
 			return fmt.Errorf("reading the socket's buffer: %w", err)
 		}
 	}
@@ -173,13 +173,13 @@ func (n *Conn) grow(opt, force int, have *int, want int) error {
 		return nil
 	}
 	half := (want + 1) / 2 // the kernel keeps twice what it is given
-	if err = unix.SetsockoptInt(n.fd, unix.SOL_SOCKET, force, half); err != nil {
-		err = unix.SetsockoptInt(n.fd, unix.SOL_SOCKET, opt, half)
+	if err = n.sock.setsockopt(force, half); err != nil {
+		err = n.sock.setsockopt(opt, half)
 	}
 	if err != nil {
 		return fmt.Errorf("a socket buffer of %d bytes: %w", want, err)
 	}
-	if *have, err = unix.GetsockoptInt(n.fd, unix.SOL_SOCKET, opt); err != nil {
+	if *have, err = n.sock.getsockopt(opt); err != nil {
 		return fmt.Errorf("reading the socket's buffer: %w", err)
 	}
 	return nil

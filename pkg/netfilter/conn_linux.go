@@ -30,9 +30,9 @@ const nlTimeout = 5 * time.Second
 // kernel then fills each dump message up to 32 KiB, so listing a chain of
 // a thousand rules takes a handful of system calls.
 type Conn struct {
-	fd  int
-	seq uint32
-	buf []byte
+	sock socket // the kernel's (fdSocket), or a Peer's in tests
+	seq  uint32
+	buf  []byte
 	// sndbuf and rcvbuf are the socket's buffer sizes once read (0 before:
 	// the node's defaults), grown for large transactions (apply_linux.go).
 	sndbuf, rcvbuf int
@@ -53,18 +53,18 @@ func Dial() (*Conn, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("netlink to nftables: %w", err)
 	}
-	return &Conn{fd: fd, seq: uint32(time.Now().UnixNano()), buf: make([]byte, 64<<10)}, nil
+	return &Conn{sock: fdSocket(fd), seq: uint32(time.Now().UnixNano()), buf: make([]byte, 64<<10)}, nil
 }
 
 // Close closes the socket. After a transaction that deleted anything, the
 // close waits in the kernel for the deleted objects' release (see Conn):
 // the call that deleted them pays it, as every nftables client does.
 func (n *Conn) Close() {
-	if n == nil || n.fd < 0 {
+	if n == nil || n.sock == nil || n.sock == closed {
 		return
 	}
-	unix.Close(n.fd)
-	n.fd = -1
+	n.sock.close()
+	n.sock = closed // later calls fail with EBADF, as on a closed descriptor
 }
 
 // send writes messages in one datagram, numbering them; it returns the
@@ -82,7 +82,7 @@ func (n *Conn) send(msgs []netlink.Message) (uint32, error) {
 		}
 		out = append(out, b...)
 	}
-	if err := unix.Sendto(n.fd, out, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+	if err := n.sock.sendto(out); err != nil {
 		return 0, fmt.Errorf("netlink send: %w", err)
 	}
 	return first, nil
@@ -95,7 +95,7 @@ func (n *Conn) recv() ([]netlink.Message, error) { return n.recvFlags(0) }
 // rather than a wait when nothing is queued).
 func (n *Conn) recvFlags(flags int) ([]netlink.Message, error) {
 	for {
-		nr, _, err := unix.Recvfrom(n.fd, n.buf, flags)
+		nr, err := n.sock.recvfrom(n.buf, flags)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}

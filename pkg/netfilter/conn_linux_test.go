@@ -20,7 +20,7 @@ func TestOverlongNamesNameNoChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(conn.Close) // after the cleanups registered later, which use conn
 	long := "cni-br-iface-" + strings.Repeat("c", 300) + "-eth0"
 	if ok, err := conn.ChainExists(unix.NFPROTO_BRIDGE, "nat", long); ok || err != nil {
 		t.Errorf("ChainExists(300-byte name) = %v, %v; want false, nil", ok, err)
@@ -38,7 +38,7 @@ func TestEchoAndRuleByHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(conn.Close) // after the cleanups registered later, which use conn
 	tab := Table{Family: "ip", Name: "echotest"}
 	b := &Batch{}
 	b.AddTable(tab)
@@ -84,7 +84,7 @@ func TestChainUsesInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(conn.Close) // after the cleanups registered later, which use conn
 	tab := Table{Family: "ip", Name: "usestest"}
 	b := &Batch{}
 	b.AddTable(tab)

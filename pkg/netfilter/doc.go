@@ -13,6 +13,10 @@
 // kernel for an RCU grace period; the call that deleted pays it, in its own
 // process (nothing of ours outlives a call).
 //
+// Tests without root run a Conn over package nftfake's in-memory ruleset
+// instead of the kernel's socket (DialPeer): the same encoders, decoders
+// and waits for answers.
+//
 // The socket, the batch and the rule decoding are written here rather than
 // taken from github.com/google/nftables, whose expressions (package expr)
 // and comment encoding (package userdata) they do use: the comments at Conn,
