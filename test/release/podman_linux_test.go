@@ -239,25 +239,7 @@ func (p *podmanPod) del() {
 // pod, until the test ends.
 func (p *podmanPod) serve() {
 	p.t.Helper()
-	var l net.Listener
-	if err := p.ctr.Do(func() error {
-		var err error
-		l, err = net.Listen("tcp", ":80")
-		return err
-	}); err != nil {
-		p.t.Fatalf("listening in the pod: %v", err)
-	}
-	p.t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprint(c, p.rc.ContainerID)
-			c.Close()
-		}
-	}()
+	sandbox.Serve(p.t, p.ctr, "tcp", ":80", func(net.Conn) string { return p.rc.ContainerID })
 }
 
 // fetch reads what answers at addr until the server closes, or the error,
