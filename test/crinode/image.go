@@ -1,8 +1,9 @@
-// Package crinode holds what a CRI node of the e2e tests and of the
-// benchmark needs that neither a registry nor the sandbox gives: images
-// written as a docker-archive, the format `ctr images import` reads (no
-// registry is reachable), and the mounts of the cgroup hierarchies that the
-// sandbox's fresh sysfs hides (runc needs them).
+// Package crinode holds what a CRI node of the e2e, Kubernetes and
+// benchmark tests needs that neither a registry nor the sandbox gives:
+// images written as a docker-archive, the format `ctr images import` reads
+// (no registry is reachable), the mounts of the cgroup hierarchies that the
+// sandbox's fresh sysfs hides (runc needs them), the runtimes
+// scripts/install-runtimes.sh built, and containerd's configurations.
 package crinode
 
 import (

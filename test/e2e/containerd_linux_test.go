@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cnisuite/test/nodens"
 )
 
 const containerdSock = "/run/containerd/containerd.sock"
@@ -25,12 +27,12 @@ func TestContainerd(t *testing.T) {
 	n.startContainerd()
 
 	id := uniqueName("web")
-	run := n.start("ctr", "--address", containerdSock, "run", "--rm", "--cni",
+	run := n.Start("ctr", "--address", containerdSock, "run", "--rm", "--cni",
 		"--cgroup", n.cgroup(id)+"/"+id, "--rootfs", rootfs, id, "/bin/httpd", "-f", "-p", "80", "-h", "/www")
 	t.Cleanup(func() {
-		if !run.exited() { // after a failure only
-			_, _ = n.run(time.Minute, "ctr", "--address", containerdSock, "task", "kill", "-s", "SIGKILL", id)
-			run.wait(time.Minute)
+		if !run.Exited() { // after a failure only
+			_, _ = n.Run(time.Minute, "ctr", "--address", containerdSock, "task", "kill", "-s", "SIGKILL", id)
+			run.Wait(time.Minute)
 		}
 	})
 	ip := n.containerAddr(n.taskPid(id, run))
@@ -41,42 +43,41 @@ func TestContainerd(t *testing.T) {
 	n.fetch("http://" + ip.String() + ":80/")
 
 	n.requireAttached("default-"+id, ip.String())
-	n.must("ctr", "--address", containerdSock, "task", "kill", "-s", "SIGKILL", id)
-	if !run.wait(time.Minute) {
-		t.Fatalf("ctr run still running a minute after its task was killed:\n%s", run.out)
+	n.Must("ctr", "--address", containerdSock, "task", "kill", "-s", "SIGKILL", id)
+	if !run.Wait(time.Minute) {
+		t.Fatalf("ctr run still running a minute after its task was killed:\n%s", run.Output())
 	}
-	t.Logf("ctr run after the kill: %v\n%s", run.err, run.out)
+	t.Logf("ctr run after the kill: %v\n%s", run.Err(), run.Output())
 	// ctr names the attachment <namespace>-<id>.
 	n.requireClean("default-"+id, ip.String())
-	if out := n.must("ctr", "--address", containerdSock, "containers", "ls", "-q"); strings.Contains(out, id) {
+	if out := n.Must("ctr", "--address", containerdSock, "containers", "ls", "-q"); strings.Contains(out, id) {
 		t.Errorf("ctr run --rm left container %s", id)
 	}
 }
 
-// startContainerd starts containerd inside the node and stops it, by PID,
-// when the test ends.
+// startContainerd starts containerd inside the node (stopped, by PID, when
+// the test ends) and waits until it answers.
 func (n *node) startContainerd() {
-	n.t.Helper()
-	d := n.start("containerd", "--config", "/run/e2e/containerd.toml")
-	n.t.Cleanup(d.stop)
-	ok := eventually(30*time.Second, func() bool {
-		_, err := n.run(10*time.Second, "ctr", "--address", containerdSock, "version")
-		return err == nil || d.exited()
+	n.T.Helper()
+	d := n.Start("containerd", "--config", "/run/e2e/containerd.toml")
+	ok := nodens.WaitFor(30*time.Second, func() bool {
+		_, err := n.Run(10*time.Second, "ctr", "--address", containerdSock, "version")
+		return err == nil || d.Exited()
 	})
-	if !ok || d.exited() {
-		n.t.Fatalf("containerd did not answer on %s:\n%s", containerdSock, d.out)
+	if !ok || d.Exited() {
+		n.T.Fatalf("containerd did not answer on %s:\n%s", containerdSock, d.Output())
 	}
 }
 
 // taskPid waits until the task runs and returns its PID.
-func (n *node) taskPid(id string, run *proc) string {
-	n.t.Helper()
+func (n *node) taskPid(id string, run *nodens.Daemon) string {
+	n.T.Helper()
 	var pid int
-	ok := eventually(60*time.Second, func() bool {
-		if run.exited() {
+	ok := nodens.WaitFor(60*time.Second, func() bool {
+		if run.Exited() {
 			return true
 		}
-		ls, err := n.run(10*time.Second, "ctr", "--address", containerdSock, "task", "ls")
+		ls, err := n.Run(10*time.Second, "ctr", "--address", containerdSock, "task", "ls")
 		if err != nil {
 			return false
 		}
@@ -90,7 +91,7 @@ func (n *node) taskPid(id string, run *proc) string {
 		return false
 	})
 	if !ok || pid == 0 {
-		n.t.Fatalf("task %s not running; ctr run says (%v):\n%s", id, run.err, run.out)
+		n.T.Fatalf("task %s not running; ctr run says (%v):\n%s", id, run.Err(), run.Output())
 	}
 	return strconv.Itoa(pid)
 }

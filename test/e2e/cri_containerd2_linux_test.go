@@ -8,6 +8,9 @@ import (
 	"time"
 
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"cnisuite/test/crinode"
+	"cnisuite/test/nodens"
 )
 
 // fullConfDir holds a conflist whose range has three addresses, for the
@@ -18,9 +21,9 @@ const fullConfDir = "/etc/cni/full.d"
 // containerd2 is containerd 2.x built by scripts/install-runtimes.sh, its
 // CRI plugin driven over CRI, on conflists with cniVersion 1.1.0 (so that
 // it sends STATUS) and the verb recorders as its CNI bin dir.
-type containerd2 struct{ rt builtRuntime }
+type containerd2 struct{ rt crinode.Build }
 
-func (c *containerd2) name() string   { return "containerd " + c.rt.version }
+func (c *containerd2) name() string   { return "containerd " + c.rt.Version }
 func (c *containerd2) binDir() string { return verbsDir }
 func (c *containerd2) socket() string { return containerdSock }
 
@@ -29,20 +32,20 @@ func (c *containerd2) hostPortsByPortmap() bool { return true }
 func (c *containerd2) critest() (string, string) { return "/k8s.io", "" }
 
 func (c *containerd2) setUp(n *criNode) {
-	c.rt = findRuntime(n.t, "containerd", "containerd", "containerd-shim-runc-v2", "ctr")
-	n.withPath(c.rt.bin)
+	c.rt = findRuntime(n.T, "containerd", "containerd", "containerd-shim-runc-v2", "ctr")
+	n.PrependPath(c.rt.Bin)
 	install2026Conflists(n)
-	n.writeFile(fullConfDir+"/10-kubernetes.conflist", kubeConflist(n.t, conflistOptions{
+	n.WriteFile(fullConfDir+"/10-kubernetes.conflist", kubeConflist(n.T, conflistOptions{
 		version: "1.1.0", logFile: callLog, ranges: [][]string{{"10.244.1.0/24", "10.244.1.250", "10.244.1.252"}},
-	}))
+	}), 0o644)
 }
 
-func (c *containerd2) start(n *criNode, binDir, confDir string) *proc {
-	template := "testdata/containerd2/config-v3.toml"
+func (c *containerd2) start(n *criNode, binDir, confDir string) *nodens.Daemon {
+	config := crinode.Containerd2V3
 	if confDir == fullConfDir {
-		template = "testdata/containerd2/config-v4.toml"
+		config = crinode.Containerd2V4
 	}
-	return startContainerd(n, template, binDir, confDir)
+	return startContainerd(n, config, binDir, confDir)
 }
 
 func (c *containerd2) importImages(n *criNode) { n.ctrImport() }
@@ -52,10 +55,10 @@ func (c *containerd2) importImages(n *criNode) { n.ctrImport() }
 // cniVersion 1.1.0, every plugin logging its calls, and the recorders of
 // what the runtime sends.
 func install2026Conflists(n *criNode) {
-	n.writeFile(criConfDir+"/10-kubernetes.conflist", kubeConflist(n.t, conflistOptions{version: "1.1.0", logFile: callLog}))
-	n.writeFile(dualConfDir+"/10-dual-stack.conflist", kubeConflist(n.t, conflistOptions{
+	n.WriteFile(criConfDir+"/10-kubernetes.conflist", kubeConflist(n.T, conflistOptions{version: "1.1.0", logFile: callLog}), 0o644)
+	n.WriteFile(dualConfDir+"/10-dual-stack.conflist", kubeConflist(n.T, conflistOptions{
 		version: "1.1.0", logFile: callLog, ranges: [][]string{{"10.244.1.0/24"}, {"fd00:10:244:1::/64"}},
-	}))
+	}), 0o644)
 	n.writeVerbRecorders()
 }
 
@@ -75,10 +78,10 @@ func TestCRIContainerd2(t *testing.T) {
 
 // runtimeVersion is what the runtime says it is, over CRI.
 func (n *criNode) runtimeVersion() string {
-	n.t.Helper()
+	n.T.Helper()
 	resp, err := call(n.cri.rt.Version, &cri.VersionRequest{})
 	if err != nil {
-		n.t.Fatalf("Version: %v", err)
+		n.T.Fatalf("Version: %v", err)
 	}
 	return resp.RuntimeName + " " + resp.RuntimeVersion
 }
@@ -95,26 +98,26 @@ func containerdStatusPolling(n *criNode) {
 		pods = append(pods, n.mustRunPod(podConfig(uniqueName(fmt.Sprintf("full%d", i)), n.cgroupParent)))
 	}
 	var reason string
-	if !eventually(30*time.Second, func() bool { reason = n.networkNotReady(); return reason != "" }) {
-		n.t.Fatalf("NetworkReady stays true with the range full (10.244.1.250-252 held by %s, %s, %s)", pods[0].ips[0], pods[1].ips[0], pods[2].ips[0])
+	if !nodens.WaitFor(30*time.Second, func() bool { reason = n.networkNotReady(); return reason != "" }) {
+		n.T.Fatalf("NetworkReady stays true with the range full (10.244.1.250-252 held by %s, %s, %s)", pods[0].ips[0], pods[1].ips[0], pods[2].ips[0])
 	}
-	n.t.Logf("range full: %s", reason)
+	n.T.Logf("range full: %s", reason)
 	if !strings.Contains(reason, "no free address") {
-		n.t.Errorf("NetworkReady is false, but not for our STATUS error (range set has no free address): %s", reason)
+		n.T.Errorf("NetworkReady is false, but not for our STATUS error (range set has no free address): %s", reason)
 	}
 	statuses := slices.ContainsFunc(n.sentCalls()[before:], func(c cniCall) bool { return c.verb == "STATUS" && c.plugin == "bridge" })
 	if !statuses {
-		n.t.Errorf("containerd sent bridge no STATUS while the range was full")
+		n.T.Errorf("containerd sent bridge no STATUS while the range was full")
 	}
 	if err := n.stopAndRemove(pods[0]); err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
-	if !eventually(30*time.Second, func() bool { reason = n.networkNotReady(); return reason == "" }) {
-		n.t.Errorf("NetworkReady still false with an address free again: %s", reason)
+	if !nodens.WaitFor(30*time.Second, func() bool { reason = n.networkNotReady(); return reason == "" }) {
+		n.T.Errorf("NetworkReady still false with an address free again: %s", reason)
 	}
 	for _, p := range pods[1:] {
 		if err := n.stopAndRemove(p); err != nil {
-			n.t.Fatal(err)
+			n.T.Fatal(err)
 		}
 	}
 	n.requirePodsGone(pods...)
@@ -123,10 +126,10 @@ func containerdStatusPolling(n *criNode) {
 // networkNotReady returns the reason and message of a false NetworkReady
 // condition, or "" when the network is ready.
 func (n *criNode) networkNotReady() string {
-	n.t.Helper()
+	n.T.Helper()
 	resp, err := call(n.cri.rt.Status, &cri.StatusRequest{})
 	if err != nil {
-		n.t.Fatalf("Status: %v", err)
+		n.T.Fatalf("Status: %v", err)
 	}
 	for _, c := range resp.GetStatus().GetConditions() {
 		if c.Type == cri.NetworkReady && !c.Status {
@@ -149,14 +152,14 @@ func containerdVersions(n *criNode) {
 			want = "0.3.1"
 		}
 		if c.version != want {
-			n.t.Errorf("containerd sent %s %s with cniVersion %s, want %s", c.plugin, c.verb, c.version, want)
+			n.T.Errorf("containerd sent %s %s with cniVersion %s, want %s", c.plugin, c.verb, c.version, want)
 		}
 		if c.verb == "STATUS" {
 			statuses++
 		}
 	}
 	if statuses == 0 {
-		n.t.Errorf("containerd sent no STATUS on a 1.1.0 conflist")
+		n.T.Errorf("containerd sent no STATUS on a 1.1.0 conflist")
 	}
 	pod := ""
 	for _, c := range calls {
@@ -166,6 +169,6 @@ func containerdVersions(n *criNode) {
 		}
 	}
 	if got := verbsOf(calls, "bridge", pod); !slices.Equal(got, []string{"ADD", "DEL", "DEL"}) {
-		n.t.Errorf("bridge got %v for pod %s, want ADD then DEL twice (stop and remove)", got, pod)
+		n.T.Errorf("bridge got %v for pod %s, want ADD then DEL twice (stop and remove)", got, pod)
 	}
 }

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"cnisuite/test/crinode"
+	"cnisuite/test/nodens"
 )
 
 // Paths on a CRI-O node.
@@ -24,9 +27,9 @@ const (
 // cniVersion 1.1.0 and the verb recorders as its CNI bin dir. It runs its
 // defaults where they matter to the plugins: no infra container (the pod's
 // netns is only pinned), host ports in its own nft table.
-type crio struct{ rt builtRuntime }
+type crio struct{ rt crinode.Build }
 
-func (c *crio) name() string   { return "CRI-O " + c.rt.version }
+func (c *crio) name() string   { return "CRI-O " + c.rt.Version }
 func (c *crio) binDir() string { return verbsDir }
 func (c *crio) socket() string { return crioSock }
 
@@ -45,17 +48,17 @@ func (c *crio) critest() (string, string) {
 }
 
 func (c *crio) setUp(n *criNode) {
-	c.rt = findRuntime(n.t, "crio", "crio", "pinns")
-	needTools(n.t, "conmon", "podman")
-	n.withPath(c.rt.bin)
+	c.rt = findRuntime(n.T, "crio", "crio", "pinns")
+	needTools(n.T, "conmon", "podman")
+	n.PrependPath(c.rt.Bin)
 	n.install(map[string]string{
 		"/etc/containers/policy.json":  "testdata/podman/policy.json",
 		"/etc/containers/storage.conf": "testdata/podman/storage.conf",
 	})
-	n.writeFile(crioConfDir+"/.keep", nil)
-	n.writeFile(crioRunc, []byte(runcOOMWrapper))
-	if err := os.Chmod(n.path(crioRunc), 0o755); err != nil {
-		n.t.Fatal(err)
+	n.WriteFile(crioConfDir+"/.keep", nil, 0o644)
+	n.WriteFile(crioRunc, []byte(runcOOMWrapper), 0o644)
+	if err := os.Chmod(n.Path(crioRunc), 0o755); err != nil {
+		n.T.Fatal(err)
 	}
 	install2026Conflists(n)
 }
@@ -83,28 +86,28 @@ done
 exec /usr/bin/runc "$@"
 `
 
-func (c *crio) start(n *criNode, binDir, confDir string) *proc {
-	n.t.Helper()
+func (c *crio) start(n *criNode, binDir, confDir string) *nodens.Daemon {
+	n.T.Helper()
 	tmpl, err := os.ReadFile("testdata/crio/crio.conf")
 	if err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 	cfg := strings.NewReplacer("@CNI_BIN_DIR@", binDir, "@CNI_CONF_DIR@", confDir,
-		"@PINNS@", c.rt.bin+"/pinns", "@RUNC@", crioRunc).Replace(string(tmpl))
-	n.writeFile(crioConfig, []byte(cfg))
-	return n.start("crio", "--config", crioConfig, "--config-dir", crioConfDir, "--log-level", "info")
+		"@PINNS@", c.rt.Bin+"/pinns", "@RUNC@", crioRunc).Replace(string(tmpl))
+	n.WriteFile(crioConfig, []byte(cfg), 0o644)
+	return n.Start("crio", "--config", crioConfig, "--config-dir", crioConfDir, "--log-level", "info")
 }
 
 // importImages loads the test's images with podman into the store CRI-O
 // reads (vfs under /var/lib/containers/storage).
 func (c *crio) importImages(n *criNode) {
-	n.t.Helper()
+	n.T.Helper()
 	archive := n.imageArchiveOnNode()
-	n.must("podman", "load", "-i", archive)
-	out := n.must("podman", "images", "--format", "{{.Repository}}:{{.Tag}}")
+	n.Must("podman", "load", "-i", archive)
+	out := n.Must("podman", "images", "--format", "{{.Repository}}:{{.Tag}}")
 	for _, ref := range []string{pauseImage, busyboxImage, webImage} {
 		if !strings.Contains(out, ref) {
-			n.t.Fatalf("image %s not loaded; podman images:\n%s", ref, out)
+			n.T.Fatalf("image %s not loaded; podman images:\n%s", ref, out)
 		}
 	}
 }
@@ -137,7 +140,7 @@ func crioCheckAndGC(n *criNode) {
 	n.requireAttached(kept.id, kept.ips[0])
 	for _, plugin := range []string{"bridge", "portmap"} {
 		if got := verbsOf(n.sentCalls(), plugin, kept.id); !slices.Equal(got, []string{"ADD", "CHECK"}) {
-			n.t.Errorf("%s got %v for pod %s, want ADD then CHECK", plugin, got, kept.name)
+			n.T.Errorf("%s got %v for pod %s, want ADD then CHECK", plugin, got, kept.name)
 		}
 	}
 	n.requirePortmapIdle(kept.id)
@@ -145,26 +148,26 @@ func crioCheckAndGC(n *criNode) {
 	n.killCRI()
 	const staleIP = "10.244.1.240"
 	stale := "/var/lib/cni/networks/k8s-pod-network/" + staleIP
-	n.writeFile(stale, []byte(uniqueName("stale")+"\r\neth0"))
-	if _, err := os.Stat(n.path(stale)); err != nil {
-		n.t.Fatalf("planted lease not there: %v", err)
+	n.WriteFile(stale, []byte(uniqueName("stale")+"\r\neth0"), 0o644)
+	if _, err := os.Stat(n.Path(stale)); err != nil {
+		n.T.Fatalf("planted lease not there: %v", err)
 	}
 	before := len(n.sentCalls())
 	n.startCRI(n.binDir, n.confDir)
-	if !eventually(60*time.Second, func() bool { _, err := os.Stat(n.path(stale)); return os.IsNotExist(err) }) {
-		n.t.Errorf("stale lease %s still there after CRI-O's start-up; it sent: %v", stale, n.sentCalls()[before:])
+	if !nodens.WaitFor(60*time.Second, func() bool { _, err := os.Stat(n.Path(stale)); return os.IsNotExist(err) }) {
+		n.T.Errorf("stale lease %s still there after CRI-O's start-up; it sent: %v", stale, n.sentCalls()[before:])
 	}
 	after := n.sentCalls()[before:]
 	if !slices.ContainsFunc(after, func(c cniCall) bool { return c.plugin == "bridge" && c.verb == "GC" }) {
-		n.t.Errorf("CRI-O sent bridge no GC at start-up; it sent: %v", after)
+		n.T.Errorf("CRI-O sent bridge no GC at start-up; it sent: %v", after)
 	}
 	if got := verbsOf(after, "bridge", kept.id); !slices.Contains(got, "CHECK") {
-		n.t.Errorf("CRI-O sent the restored pod %s %v after its start-up, want CHECK", kept.name, got)
+		n.T.Errorf("CRI-O sent the restored pod %s %v after its start-up, want CHECK", kept.name, got)
 	}
 	n.requireAttached(kept.id, kept.ips[0])
 	n.fetch(fmt.Sprintf("http://%s:18085/", nodeAddr))
 	if err := n.stopAndRemove(kept); err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 	n.requirePodsGone(kept)
 }
@@ -173,10 +176,10 @@ func crioCheckAndGC(n *criNode) {
 // portmap's ADD for the container, and that it wrote nothing: no
 // mappings, no firewall step.
 func (n *criNode) requirePortmapIdle(containerID string) {
-	n.t.Helper()
-	data, err := os.ReadFile(n.path(callLog))
+	n.T.Helper()
+	data, err := os.ReadFile(n.Path(callLog))
 	if err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 	seen := false
 	for _, raw := range strings.Split(strings.TrimSpace(string(data)), "\n") {
@@ -186,10 +189,10 @@ func (n *criNode) requirePortmapIdle(containerID string) {
 		}
 		seen = true
 		if len(l.Steps) > 0 || len(l.Debug) > 0 {
-			n.t.Errorf("portmap wrote something for %s, whose host ports CRI-O handles: %s", containerID, raw)
+			n.T.Errorf("portmap wrote something for %s, whose host ports CRI-O handles: %s", containerID, raw)
 		}
 	}
 	if !seen {
-		n.t.Errorf("no portmap ADD for %s in the per-call log", containerID)
+		n.T.Errorf("no portmap ADD for %s in the per-call log", containerID)
 	}
 }

@@ -1,9 +1,8 @@
 package e2e
 
 import (
-	"os"
-	"strings"
-	"testing"
+	"cnisuite/test/crinode"
+	"cnisuite/test/nodens"
 )
 
 // criFlavor is what differs between the CRI runtimes a criNode drives:
@@ -19,7 +18,7 @@ type criFlavor interface {
 	binDir() string
 	// start writes the runtime's configuration for the CNI directories
 	// and starts it; startCRI then waits for its socket.
-	start(n *criNode, binDir, confDir string) *proc
+	start(n *criNode, binDir, confDir string) *nodens.Daemon
 	// socket is the CRI socket on the node.
 	socket() string
 	// importImages puts pauseImage, busyboxImage and webImage into the
@@ -52,7 +51,7 @@ func (containerd16) hostPortsByPortmap() bool { return true }
 func (containerd16) critest() (string, string) { return "/k8s.io", "" }
 
 func (containerd16) setUp(n *criNode) {
-	needTools(n.t, "containerd", "ctr", "containerd-shim-runc-v2")
+	needTools(n.T, "containerd", "ctr", "containerd-shim-runc-v2")
 	n.install(map[string]string{
 		criConfDir + "/10-kubernetes.conflist":  "../../examples/kubernetes.conflist",
 		dualConfDir + "/10-dual-stack.conflist": "testdata/cri/dual-stack.conflist",
@@ -60,8 +59,8 @@ func (containerd16) setUp(n *criNode) {
 	n.writeVerbRecorders()
 }
 
-func (containerd16) start(n *criNode, binDir, confDir string) *proc {
-	return startContainerd(n, "testdata/cri/config.toml", binDir, confDir)
+func (containerd16) start(n *criNode, binDir, confDir string) *nodens.Daemon {
+	return startContainerd(n, crinode.Containerd16, binDir, confDir)
 }
 
 func (containerd16) importImages(n *criNode) { n.ctrImport() }
@@ -70,40 +69,13 @@ func (containerd16) importImages(n *criNode) { n.ctrImport() }
 const containerdConfig = "/run/e2e/containerd.toml"
 
 // startContainerd fills the CNI directories into a containerd
-// configuration template of testdata and starts containerd with it.
-func startContainerd(n *criNode, template, binDir, confDir string) *proc {
-	n.t.Helper()
-	tmpl, err := os.ReadFile(template)
+// configuration of package crinode and starts containerd with it.
+func startContainerd(n *criNode, config, binDir, confDir string) *nodens.Daemon {
+	n.T.Helper()
+	cfg, err := crinode.ContainerdConfig(config, binDir, confDir)
 	if err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
-	cfg := strings.NewReplacer("@CNI_BIN_DIR@", binDir, "@CNI_CONF_DIR@", confDir).Replace(string(tmpl))
-	n.writeFile(containerdConfig, []byte(cfg))
-	return n.start("containerd", "--config", containerdConfig)
-}
-
-// withPath puts dir first on the node's PATH: the runtime built by
-// scripts/install-runtimes.sh, and the helpers it runs by name (shims),
-// win over the distribution's.
-func (n *node) withPath(dir string) {
-	for i, kv := range n.env {
-		if rest, ok := strings.CutPrefix(kv, "PATH="); ok {
-			n.env[i] = "PATH=" + dir + ":" + rest
-		}
-	}
-}
-
-// requireFiles fails the test, naming the script that makes them, unless
-// every path exists.
-func requireFiles(t *testing.T, hint string, paths ...string) {
-	t.Helper()
-	var missing []string
-	for _, p := range paths {
-		if _, err := os.Stat(p); err != nil {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) > 0 {
-		t.Fatalf("%v missing: %s", missing, hint)
-	}
+	n.WriteFile(containerdConfig, []byte(cfg), 0o644)
+	return n.Start("containerd", "--config", containerdConfig)
 }

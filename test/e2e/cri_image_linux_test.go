@@ -18,7 +18,7 @@ type imageSpec = crinode.Image
 
 // imageArchive renders a docker-archive tar, the format `ctr images
 // import` reads without a registry.
-func imageArchive(t *testing.T, images []imageSpec) []byte {
+func imageArchive(t testing.TB, images []imageSpec) []byte {
 	t.Helper()
 	out, err := crinode.Archive(images)
 	if err != nil {

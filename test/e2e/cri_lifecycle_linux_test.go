@@ -18,14 +18,14 @@ func criDualStack(n *criNode) {
 	n.useCRI(n.flavor.binDir(), dualConfDir)
 	web := n.mustRunPod(podConfig(uniqueName("dual"), n.cgroupParent), "/bin/httpd", "-f", "-p", "80", "-h", "/www")
 	if len(web.ips) != 2 {
-		n.t.Fatalf("PodSandboxStatus reports %v, want an IPv4 and an IPv6 address", web.ips)
+		n.T.Fatalf("PodSandboxStatus reports %v, want an IPv4 and an IPv6 address", web.ips)
 	}
-	requireIn(n.t, net.ParseIP(web.ips[0]), "10.244.1.0/24")
-	requireIn(n.t, net.ParseIP(web.ips[1]), "fd00:10:244:1::/64")
+	requireIn(n.T, net.ParseIP(web.ips[0]), "10.244.1.0/24")
+	requireIn(n.T, net.ParseIP(web.ips[1]), "fd00:10:244:1::/64")
 	n.fetch(fmt.Sprintf("http://%s:80/", web.ips[0]))
 	n.fetch(fmt.Sprintf("http://[%s]:80/", web.ips[1]))
 	if err := n.stopAndRemove(web); err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 	n.requirePodsGone(web)
 }
@@ -44,19 +44,19 @@ func criLeftovers(n *criNode) {
 	p := n.mustRunPod(cfg, "/bin/httpd", "-f", "-p", "80", "-h", "/www")
 	ip := p.ips[0]
 	n.fetch(fmt.Sprintf("http://%s:18081/", nodeAddr))
-	n.must("sh", "-c", fmt.Sprintf("echo ping | socat -u - UDP-SENDTO:%s:18082", nodeAddr))
+	n.Must("sh", "-c", fmt.Sprintf("echo ping | socat -u - UDP-SENDTO:%s:18082", nodeAddr))
 	n.requireAttached(p.id, ip)
-	if ct := conntrackLeft(n.run, ip); !strings.Contains(strings.Join(ct, "\n"), "udp") {
-		n.t.Errorf("no UDP conntrack entry names %s after a datagram to host port 18082:\n%s", ip, strings.Join(ct, "\n"))
+	if ct := conntrackLeft(n.Run, ip); !strings.Contains(strings.Join(ct, "\n"), "udp") {
+		n.T.Errorf("no UDP conntrack entry names %s after a datagram to host port 18082:\n%s", ip, strings.Join(ct, "\n"))
 	}
 	if len(n.netnsLeft(p.netns)) == 0 {
-		n.t.Errorf("the network namespace of pod %s is neither pinned nor held while it runs", p.id)
+		n.T.Errorf("the network namespace of pod %s is neither pinned nor held while it runs", p.id)
 	}
 	if !n.cacheNames(p.id) {
-		n.t.Errorf("no libcni cache entry under /var/lib/cni names pod %s while it runs", p.id)
+		n.T.Errorf("no libcni cache entry under /var/lib/cni names pod %s while it runs", p.id)
 	}
 	if err := n.stopAndRemove(p); err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 	n.requirePodsGone(p)
 }
@@ -64,7 +64,7 @@ func criLeftovers(n *criNode) {
 // cacheNames tells whether containerd's libcni keeps a cached result
 // naming the pod (so requirePodsGone looks where the cache is).
 func (n *criNode) cacheNames(podID string) bool {
-	out, err := n.run(30*time.Second, "grep", "-rl", podID, "/var/lib/cni/results")
+	out, err := n.Run(30*time.Second, "grep", "-rl", podID, "/var/lib/cni/results")
 	return err == nil && strings.TrimSpace(out) != ""
 }
 
@@ -80,21 +80,21 @@ func criConcurrentPods(n *criNode) {
 		return err
 	})
 	if errs != nil {
-		n.t.Fatalf("starting %d pods at once: %v", count, errs)
+		n.T.Fatalf("starting %d pods at once: %v", count, errs)
 	}
 	seen := map[string]string{}
 	for _, p := range pods {
 		if other, dup := seen[p.ips[0]]; dup {
-			n.t.Errorf("pods %s and %s both have %s", other, p.name, p.ips[0])
+			n.T.Errorf("pods %s and %s both have %s", other, p.name, p.ips[0])
 		}
 		seen[p.ips[0]] = p.name
-		requireIn(n.t, net.ParseIP(p.ips[0]), "10.244.1.0/24")
-		if _, err := n.run(30*time.Second, "ping", "-c", "1", "-W", "5", p.ips[0]); err != nil {
-			n.t.Errorf("pod %s at %s does not answer: %v", p.name, p.ips[0], err)
+		requireIn(n.T, net.ParseIP(p.ips[0]), "10.244.1.0/24")
+		if _, err := n.Run(30*time.Second, "ping", "-c", "1", "-W", "5", p.ips[0]); err != nil {
+			n.T.Errorf("pod %s at %s does not answer: %v", p.name, p.ips[0], err)
 		}
 	}
 	if errs := parallel(count, func(i int) error { return n.stopAndRemove(pods[i]) }); errs != nil {
-		n.t.Errorf("stopping %d pods at once: %v", count, errs)
+		n.T.Errorf("stopping %d pods at once: %v", count, errs)
 	}
 	n.requirePodsGone(pods...)
 }

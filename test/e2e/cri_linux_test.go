@@ -12,6 +12,8 @@ import (
 	"time"
 
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"cnisuite/test/nodens"
 )
 
 // TestCRI is the Kubernetes node path: containerd 1.6's CRI plugin, driven
@@ -68,21 +70,21 @@ func criWebPod(n *criNode) {
 	cfg.PortMappings = []*cri.PortMapping{{Protocol: cri.Protocol_TCP, ContainerPort: 80, HostPort: 18080}}
 	web := n.mustRunPod(cfg, "/bin/httpd", "-f", "-p", "80", "-h", "/www")
 	ip := web.ips[0]
-	requireIn(n.t, net.ParseIP(ip), "10.244.1.0/24")
+	requireIn(n.T, net.ParseIP(ip), "10.244.1.0/24")
 	if out := n.mustExec(web.ctr, "ip", "-o", "addr", "show", "dev", "eth0"); !strings.Contains(out, " "+ip+"/") {
-		n.t.Errorf("PodSandboxStatus reports %s, eth0 in the pod has:\n%s", ip, out)
+		n.T.Errorf("PodSandboxStatus reports %s, eth0 in the pod has:\n%s", ip, out)
 	}
 	if out := n.mustExec(web.ctr, "ip", "-o", "addr", "show", "dev", "lo"); !strings.Contains(out, "inet 127.0.0.1/8") {
-		n.t.Errorf("lo in the pod has no 127.0.0.1 (loopback plugin):\n%s", out)
+		n.T.Errorf("lo in the pod has no 127.0.0.1 (loopback plugin):\n%s", out)
 	}
 	if out := n.mustExec(web.ctr, "ip", "-o", "link", "show", "dev", "lo"); !strings.Contains(out, ",UP") {
-		n.t.Errorf("lo in the pod is not up (loopback plugin):\n%s", out)
+		n.T.Errorf("lo in the pod is not up (loopback plugin):\n%s", out)
 	}
 
 	if n.flavor.hostPortsByPortmap() {
 		n.fetch("http://127.0.0.1:18080/")
 	} else {
-		n.t.Logf("%s maps host ports itself, not for 127.0.0.1: not fetched there", n.flavor.name())
+		n.T.Logf("%s maps host ports itself, not for 127.0.0.1: not fetched there", n.flavor.name())
 	}
 	n.fetch(fmt.Sprintf("http://%s:18080/", nodeAddr))
 	n.fetch(fmt.Sprintf("http://%s:80/", ip))
@@ -95,25 +97,25 @@ func criWebPod(n *criNode) {
 	records := n.backendRecords()
 	switch {
 	case len(records) != 1 || !strings.HasPrefix(records[0], "k8s-pod-network="):
-		n.t.Errorf("records of the networks' firewall backends under %s: %q, want one for k8s-pod-network", backendRecordsDir, records)
+		n.T.Errorf("records of the networks' firewall backends under %s: %q, want one for k8s-pod-network", backendRecordsDir, records)
 	case records[0] == "k8s-pod-network=iptables" && n.iptablesNFT() && len(n.jumpRecords()) <= len(recordsBefore):
-		n.t.Errorf("no record of the pods' iptables-nft jumps under %s: their DEL would dump the built-in chains", jumpRecordsDir)
+		n.T.Errorf("no record of the pods' iptables-nft jumps under %s: their DEL would dump the built-in chains", jumpRecordsDir)
 	case records[0] == "k8s-pod-network=nftables" && !slices.Equal(n.jumpRecords(), recordsBefore):
-		n.t.Errorf("records of iptables-nft jumps for pods on nftables: %q, before them: %q", n.jumpRecords(), recordsBefore)
+		n.T.Errorf("records of iptables-nft jumps for pods on nftables: %q, before them: %q", n.jumpRecords(), recordsBefore)
 	}
-	n.t.Logf("the network's firewall backend: %q", records)
+	n.T.Logf("the network's firewall backend: %q", records)
 
 	for _, p := range []*criPod{web, client} {
 		if err := n.stopAndRemove(p); err != nil {
-			n.t.Fatal(err)
+			n.T.Fatal(err)
 		}
 	}
 	n.requirePodsGone(web, client)
 	if after := n.jumpRecords(); !slices.Equal(after, recordsBefore) {
-		n.t.Errorf("records of iptables-nft jumps after the pods are gone: %q, before them: %q", after, recordsBefore)
+		n.T.Errorf("records of iptables-nft jumps after the pods are gone: %q, before them: %q", after, recordsBefore)
 	}
 	if got := n.backendRecords(); len(got) > 0 {
-		n.t.Errorf("records of firewall backends after the pods are gone: %q", got)
+		n.T.Errorf("records of firewall backends after the pods are gone: %q", got)
 	}
 }
 
@@ -125,7 +127,7 @@ const backendRecordsDir = "/run/cnisuite/fw-backend"
 // as "<network>=<backend>", sorted.
 func (n *criNode) backendRecords() []string {
 	var found []string
-	root := n.path(backendRecordsDir)
+	root := n.Path(backendRecordsDir)
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && d.Name() == "backend" {
 			b, _ := os.ReadFile(p)
@@ -144,7 +146,7 @@ const jumpRecordsDir = "/run/cnisuite/iptables-jumps"
 // jumpRecords lists the node's records of iptables-nft jumps, sorted.
 func (n *criNode) jumpRecords() []string {
 	var found []string
-	root := n.path(jumpRecordsDir)
+	root := n.Path(jumpRecordsDir)
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			found = append(found, strings.TrimPrefix(p, root))
@@ -157,7 +159,7 @@ func (n *criNode) jumpRecords() []string {
 
 // iptablesNFT reports whether the node's iptables is the nf_tables variant.
 func (n *criNode) iptablesNFT() bool {
-	out, err := n.run(30*time.Second, "iptables", "-V")
+	out, err := n.Run(30*time.Second, "iptables", "-V")
 	return err == nil && strings.Contains(out, "nf_tables")
 }
 
@@ -174,7 +176,7 @@ func criHostnameDNS(n *criNode) {
 	}
 	p := n.mustRunPod(cfg, "/bin/sleep", "3600")
 	if got := strings.TrimSpace(n.mustExec(p.ctr, "hostname")); got != cfg.Hostname {
-		n.t.Errorf("hostname in the pod = %q, want %q", got, cfg.Hostname)
+		n.T.Errorf("hostname in the pod = %q, want %q", got, cfg.Hostname)
 	}
 	resolv := n.mustExec(p.ctr, "cat", "/etc/resolv.conf")
 	for _, want := range []string{
@@ -182,21 +184,21 @@ func criHostnameDNS(n *criNode) {
 		"search e2e.svc.cluster.local svc.cluster.local\n", "options ndots:5 timeout:1\n",
 	} {
 		if !strings.Contains(resolv, want) {
-			n.t.Errorf("/etc/resolv.conf in the pod lacks %q:\n%s", want, resolv)
+			n.T.Errorf("/etc/resolv.conf in the pod lacks %q:\n%s", want, resolv)
 		}
 	}
 	if err := n.stopAndRemove(p); err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 	n.requirePodsGone(p)
 }
 
 // mustExec runs a command in a container and fails the test if it fails.
 func (n *criNode) mustExec(containerID string, cmd ...string) string {
-	n.t.Helper()
+	n.T.Helper()
 	out, err := n.cri.exec(containerID, cmd...)
 	if err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 	return out
 }
@@ -204,10 +206,10 @@ func (n *criNode) mustExec(containerID string, cmd ...string) string {
 // podFetch gets / from host:port inside a pod (busybox nc: its wget
 // crashes here) until the page comes back.
 func (n *criNode) podFetch(p *criPod, host string, port int) {
-	n.t.Helper()
+	n.T.Helper()
 	script := fmt.Sprintf(`printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 %s %d`, host, port)
 	var last string
-	ok := eventually(20*time.Second, func() bool {
+	ok := nodens.WaitFor(20*time.Second, func() bool {
 		out, err := n.cri.exec(p.ctr, "sh", "-c", script)
 		last = out
 		if err != nil {
@@ -217,8 +219,8 @@ func (n *criNode) podFetch(p *criPod, host string, port int) {
 		return err == nil && found && body == page
 	})
 	if !ok {
-		n.t.Errorf("GET http://%s:%d/ from pod %s = %q, want the page %q", host, port, p.name, last, page)
+		n.T.Errorf("GET http://%s:%d/ from pod %s = %q, want the page %q", host, port, p.name, last, page)
 		return
 	}
-	n.t.Logf("GET http://%s:%d/ from pod %s: ok", host, port, p.name)
+	n.T.Logf("GET http://%s:%d/ from pod %s: ok", host, port, p.name)
 }

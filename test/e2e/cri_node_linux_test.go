@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"cnisuite/test/nodens"
 )
 
 // Paths on the CRI test node.
@@ -34,7 +36,7 @@ type criNode struct {
 type criRuntime struct {
 	flavor  criFlavor
 	cri     *criClient
-	daemon  *proc
+	daemon  *nodens.Daemon
 	binDir  string // CNI directories of the running configuration
 	confDir string
 }
@@ -43,21 +45,13 @@ type criRuntime struct {
 // pods it runs are t's, the runtime stays the whole test's.
 func (n *criNode) on(t *testing.T) *criNode {
 	view := *n
-	nd := *n.node
-	nd.t = t
-	view.node = &nd
+	view.node = &node{n.Node.On(t)}
 	t.Cleanup(func() {
 		if t.Failed() && view.daemon != nil {
-			t.Logf("the last lines %s wrote:\n%s", view.flavor.name(), lastLines(view.daemon.out.String(), 40))
+			t.Logf("the last lines %s wrote:\n%s", view.flavor.name(), view.daemon.Tail(40))
 		}
 	})
 	return &view
-}
-
-// lastLines is the end of a daemon's output, for a failure message.
-func lastLines(out string, count int) string {
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-count):], "\n")
 }
 
 // newCRINode starts a node with an address of its own (on an interface
@@ -71,9 +65,9 @@ func newCRINode(t *testing.T, rt criFlavor) *criNode {
 	n.cgroupParent = n.cgroup(uniqueName("cri"))
 	// The kernel here has no dummy driver: a port-less bridge carries the
 	// node's address, and no veth, so the leftover checks see only pods'.
-	n.must("ip", "link", "add", "eth0", "type", "bridge")
-	n.must("ip", "addr", "add", nodeAddrCIDR, "dev", "eth0")
-	n.must("ip", "link", "set", "eth0", "up")
+	n.Must("ip", "link", "add", "eth0", "type", "bridge")
+	n.Must("ip", "addr", "add", nodeAddrCIDR, "dev", "eth0")
+	n.Must("ip", "link", "set", "eth0", "up")
 	n.writeRecorders()
 	n.startCRI(rt.binDir(), criConfDir)
 	rt.importImages(n)
@@ -83,53 +77,52 @@ func newCRINode(t *testing.T, rt criFlavor) *criNode {
 // useCRI makes sure the runtime runs with the given CNI bin and
 // configuration directories, restarting it (SIGTERM) if it runs with others.
 func (n *criNode) useCRI(binDir, confDir string) {
-	n.t.Helper()
-	if n.daemon != nil && !n.daemon.exited() && n.binDir == binDir && n.confDir == confDir {
+	n.T.Helper()
+	if n.daemon != nil && !n.daemon.Exited() && n.binDir == binDir && n.confDir == confDir {
 		return
 	}
 	if n.daemon != nil {
-		n.daemon.stop()
+		n.daemon.Stop()
 	}
 	n.startCRI(binDir, confDir)
 }
 
 // startCRI starts the runtime with the given CNI bin and configuration
-// directories, stops it by PID when the whole test ends, and waits until
+// directories (stopped, by PID, when the whole test ends) and waits until
 // CRI reports the runtime and network ready.
 func (n *criNode) startCRI(binDir, confDir string) {
-	n.t.Helper()
+	n.T.Helper()
 	n.binDir, n.confDir = binDir, confDir
 	d := n.flavor.start(n, binDir, confDir)
-	n.root.Cleanup(d.stop)
 	n.daemon = d
 	socket := n.flavor.socket()
-	ok := eventually(60*time.Second, func() bool {
-		_, err := os.Stat(n.path(socket))
-		return err == nil || d.exited()
+	ok := nodens.WaitFor(60*time.Second, func() bool {
+		_, err := os.Stat(n.Path(socket))
+		return err == nil || d.Exited()
 	})
-	if !ok || d.exited() {
-		n.t.Fatalf("%s did not make %s:\n%s", n.flavor.name(), socket, d.out)
+	if !ok || d.Exited() {
+		n.T.Fatalf("%s did not make %s:\n%s", n.flavor.name(), socket, d.Output())
 	}
-	c, err := dialCRI(n.path(socket))
+	c, err := dialCRI(n.Path(socket))
 	if err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 	n.root.Cleanup(func() { c.conn.Close() })
 	n.cri = c
 	var last error
-	if !eventually(60*time.Second, func() bool { last = n.cri.ready(); return last == nil }) {
-		n.t.Fatalf("CRI of %s not ready: %v\n%s", n.flavor.name(), last, d.out)
+	if !nodens.WaitFor(60*time.Second, func() bool { last = n.cri.ready(); return last == nil }) {
+		n.T.Fatalf("CRI of %s not ready: %v\n%s", n.flavor.name(), last, d.Output())
 	}
 }
 
 // killCRI kills the runtime with SIGKILL, as a crash or the OOM killer does.
 func (n *criNode) killCRI() {
-	n.t.Helper()
-	if err := n.daemon.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		n.t.Fatalf("killing %s: %v", n.flavor.name(), err)
+	n.T.Helper()
+	if err := n.daemon.Signal(syscall.SIGKILL); err != nil {
+		n.T.Fatalf("killing %s: %v", n.flavor.name(), err)
 	}
-	if !n.daemon.wait(30 * time.Second) {
-		n.t.Fatalf("%s still running 30 s after SIGKILL", n.flavor.name())
+	if !n.daemon.Wait(30 * time.Second) {
+		n.T.Fatalf("%s still running 30 s after SIGKILL", n.flavor.name())
 	}
 }
 
@@ -142,44 +135,44 @@ var pauseCommand = []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; d
 // (busybox serving the page by default) — as a docker-archive on the node
 // and returns its path there.
 func (n *criNode) imageArchiveOnNode() string {
-	n.t.Helper()
-	pauseRoot := n.t.TempDir()
+	n.T.Helper()
+	pauseRoot := n.T.TempDir()
 	if err := os.MkdirAll(filepath.Join(pauseRoot, "bin"), 0o755); err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
-	bb, err := os.ReadFile(staticBusybox(n.t))
+	bb, err := os.ReadFile(staticBusybox(n.T))
 	if err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(pauseRoot, "bin", "busybox"), bb, 0o755); err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 	for _, applet := range []string{"sh", "sleep"} {
 		if err := os.Symlink("busybox", filepath.Join(pauseRoot, "bin", applet)); err != nil {
-			n.t.Fatal(err)
+			n.T.Fatal(err)
 		}
 	}
-	rootfs := busyboxRootfs(n.t)
+	rootfs := busyboxRootfs(n.T)
 	// On the node's own tmpfs: the test's TMPDIR may be hidden there.
 	const archive = "/run/e2e/images.tar"
-	n.writeFile(archive, imageArchive(n.t, []imageSpec{
+	n.WriteFile(archive, imageArchive(n.T, []imageSpec{
 		{Ref: pauseImage, Rootfs: pauseRoot, Cmd: pauseCommand},
 		{Ref: busyboxImage, Rootfs: rootfs, Cmd: []string{"/bin/sh"}},
 		{Ref: webImage, Rootfs: rootfs, Cmd: []string{"/bin/httpd", "-f", "-p", "80", "-h", "/www"}},
-	}))
+	}), 0o644)
 	return archive
 }
 
 // ctrImport imports the test's images into CRI's namespace with ctr, where
 // the sandbox image setting names one.
 func (n *criNode) ctrImport() {
-	n.t.Helper()
+	n.T.Helper()
 	archive := n.imageArchiveOnNode()
-	n.must("ctr", "--address", containerdSock, "-n", "k8s.io", "images", "import", archive)
-	out := n.must("ctr", "--address", containerdSock, "-n", "k8s.io", "images", "ls", "-q")
+	n.Must("ctr", "--address", containerdSock, "-n", "k8s.io", "images", "import", archive)
+	out := n.Must("ctr", "--address", containerdSock, "-n", "k8s.io", "images", "ls", "-q")
 	for _, ref := range []string{pauseImage, busyboxImage, webImage} {
 		if !strings.Contains(out, ref) {
-			n.t.Fatalf("image %s not imported; ctr images ls:\n%s", ref, out)
+			n.T.Fatalf("image %s not imported; ctr images ls:\n%s", ref, out)
 		}
 	}
 }
@@ -189,7 +182,7 @@ func (n *criNode) ctrImport() {
 // recorderLog, drops IgnoreUnknown (containerd always adds it), and runs
 // our plugin with what is left.
 func (n *criNode) writeRecorders() {
-	n.t.Helper()
+	n.T.Helper()
 	for _, p := range plugins {
 		script := fmt.Sprintf(`#!/bin/sh
 args=
@@ -202,9 +195,9 @@ printf '%%s %%s sent=%%s passed=%%s\n' %s "$CNI_COMMAND" "$CNI_ARGS" "$args" >>%
 export CNI_ARGS="$args"
 exec /opt/cni/bin/%s "$@"
 `, p, recorderLog, p)
-		n.writeFile(recorderDir+"/"+p, []byte(script))
-		if err := os.Chmod(n.path(recorderDir+"/"+p), 0o755); err != nil {
-			n.t.Fatal(err)
+		n.WriteFile(recorderDir+"/"+p, []byte(script), 0o644)
+		if err := os.Chmod(n.Path(recorderDir+"/"+p), 0o755); err != nil {
+			n.T.Fatal(err)
 		}
 	}
 }

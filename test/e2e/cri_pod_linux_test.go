@@ -9,6 +9,8 @@ import (
 	"time"
 
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"cnisuite/test/nodens"
 )
 
 // criPod is a pod the test runs through CRI.
@@ -36,7 +38,7 @@ func (n *criNode) runPod(cfg *cri.PodSandboxConfig, command ...string) (*criPod,
 		return nil, err
 	}
 	p.id = id
-	n.t.Cleanup(func() { // after a failure only
+	n.T.Cleanup(func() { // after a failure only
 		if !p.gone {
 			_ = n.cri.stopPod(p.id)   // the test has failed already;
 			_ = n.cri.removePod(p.id) // this only spares the next test
@@ -47,7 +49,7 @@ func (n *criNode) runPod(cfg *cri.PodSandboxConfig, command ...string) (*criPod,
 	}
 	if p.pausePid, p.netnsPath, err = n.cri.podSandboxInfo(id); err != nil {
 		return nil, err
-	} else if p.netns, err = inodeOf(n.path(runPath(p.netnsPath))); err != nil {
+	} else if p.netns, err = inodeOf(n.Path(runPath(p.netnsPath))); err != nil {
 		return nil, fmt.Errorf("pod %s network namespace: %w", p.name, err)
 	}
 	if len(command) > 0 {
@@ -60,10 +62,10 @@ func (n *criNode) runPod(cfg *cri.PodSandboxConfig, command ...string) (*criPod,
 
 // mustRunPod is runPod failing the test on error.
 func (n *criNode) mustRunPod(cfg *cri.PodSandboxConfig, command ...string) *criPod {
-	n.t.Helper()
+	n.T.Helper()
 	p, err := n.runPod(cfg, command...)
 	if err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 	return p
 }
@@ -138,7 +140,7 @@ func (n *criNode) podLeftovers(p *criPod) []string {
 	var found []string
 	for _, ip := range p.ips {
 		found = append(found, n.leftovers(p.id, ip)...)
-		found = append(found, conntrackLeft(n.run, ip)...)
+		found = append(found, conntrackLeft(n.Run, ip)...)
 	}
 	return append(found, n.netnsLeft(p.netns)...)
 }
@@ -146,9 +148,9 @@ func (n *criNode) podLeftovers(p *criPod) []string {
 // requirePodsGone waits (DEL may finish just after the call returns) until
 // the pods left nothing, and fails the test with what is left.
 func (n *criNode) requirePodsGone(pods ...*criPod) {
-	n.t.Helper()
+	n.T.Helper()
 	var left []string
-	ok := eventually(30*time.Second, func() bool {
+	ok := nodens.WaitFor(30*time.Second, func() bool {
 		left = nil
 		for _, p := range pods {
 			left = append(left, n.podLeftovers(p)...)
@@ -156,7 +158,7 @@ func (n *criNode) requirePodsGone(pods ...*criPod) {
 		return len(left) == 0
 	})
 	if !ok {
-		n.t.Errorf("after StopPodSandbox and RemovePodSandbox, the node still holds:\n  %s", strings.Join(left, "\n  "))
+		n.T.Errorf("after StopPodSandbox and RemovePodSandbox, the node still holds:\n  %s", strings.Join(left, "\n  "))
 	}
 }
 
@@ -194,15 +196,15 @@ func conntrackLeft(run runner, ip string) []string {
 // namespaces, so a process elsewhere on the machine may have one.
 func (n *criNode) netnsLeft(ino uint64) []string {
 	var found []string
-	pins, _ := os.ReadDir(n.path("/run/netns")) // none pinned when absent
+	pins, _ := os.ReadDir(n.Path("/run/netns")) // none pinned when absent
 	for _, pin := range pins {
-		if got, err := inodeOf(n.path("/run/netns/" + pin.Name())); err == nil && got == ino {
+		if got, err := inodeOf(n.Path("/run/netns/" + pin.Name())); err == nil && got == ino {
 			found = append(found, "network namespace left: /run/netns/"+pin.Name())
 		}
 	}
-	for _, pid := range n.cgroupProcs() {
-		if got, err := netnsInode(pid); err == nil && got == ino {
-			found = append(found, fmt.Sprintf("process %d (%s) left in the pod's network namespace", pid, comm(pid)))
+	for _, pid := range n.CgroupProcs() {
+		if got, err := inodeOf(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && got == ino {
+			found = append(found, fmt.Sprintf("process %d (%s) left in the pod's network namespace", pid, nodens.Comm(pid)))
 		}
 	}
 	return found

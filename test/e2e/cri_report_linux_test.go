@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -75,18 +73,5 @@ func TestKubeConflist(t *testing.T) {
 	want := `[[{"rangeEnd":"10.244.1.252","rangeStart":"10.244.1.250","subnet":"10.244.1.0/24"}],[{"subnet":"fd00::/64"}]]`
 	if string(ranges) != want {
 		t.Errorf("ranges = %s, want %s", ranges, want)
-	}
-}
-
-func TestRuntimeVersion(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "versions.env")
-	if err := os.WriteFile(file, []byte("# comment\nCONTAINERD_VERSION=2.4.2\nCRIO_VERSION=1.34.0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if v, err := runtimeVersion(file, "CRIO_VERSION"); err != nil || v != "1.34.0" {
-		t.Errorf("runtimeVersion(CRIO_VERSION) = %q, %v; want 1.34.0", v, err)
-	}
-	if _, err := runtimeVersion(file, "CRITEST_VERSION"); err == nil {
-		t.Errorf("runtimeVersion(CRITEST_VERSION) of a file without it did not fail")
 	}
 }

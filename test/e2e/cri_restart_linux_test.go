@@ -31,7 +31,7 @@ func criDaemonKilled(n *criNode) {
 	n.fetch(fmt.Sprintf("http://%s:18083/", nodeAddr))
 	for _, p := range []*criPod{survivor, orphan} {
 		if err := n.stopAndRemove(p); err != nil {
-			n.t.Fatalf("after %s's restart: %v", n.flavor.name(), err)
+			n.T.Fatalf("after %s's restart: %v", n.flavor.name(), err)
 		}
 	}
 	n.requirePodsGone(survivor, orphan)
@@ -41,17 +41,17 @@ func criDaemonKilled(n *criNode) {
 // down, as a crash of the node would: its pause process (if the runtime
 // runs one) is killed and its pin unmounted and removed.
 func (n *criNode) orphanPod(p *criPod) {
-	n.t.Helper()
+	n.T.Helper()
 	pausePid, netnsPath := p.pausePid, p.netnsPath
-	n.t.Logf("%s killed; removing pod %s's netns %s (pause process: %d, 0 for none)", n.flavor.name(), p.name, netnsPath, pausePid)
+	n.T.Logf("%s killed; removing pod %s's netns %s (pause process: %d, 0 for none)", n.flavor.name(), p.name, netnsPath, pausePid)
 	if pausePid > 0 {
 		if err := syscall.Kill(pausePid, syscall.SIGKILL); err != nil {
-			n.t.Fatalf("killing pause process %d: %v", pausePid, err)
+			n.T.Fatalf("killing pause process %d: %v", pausePid, err)
 		}
 	}
-	n.must("umount", runPath(netnsPath))
-	if err := os.Remove(n.path(runPath(netnsPath))); err != nil {
-		n.t.Fatal(err)
+	n.Must("umount", runPath(netnsPath))
+	if err := os.Remove(n.Path(runPath(netnsPath))); err != nil {
+		n.T.Fatal(err)
 	}
 }
 
@@ -61,21 +61,21 @@ func (n *criNode) orphanPod(p *criPod) {
 // without IgnoreUnknown (pod start and stop succeed).
 func criArgs(n *criNode) {
 	n.useCRI(recorderDir, criConfDir)
-	if err := os.WriteFile(n.path(recorderLog), nil, 0o644); err != nil {
-		n.t.Fatal(err)
+	if err := os.WriteFile(n.Path(recorderLog), nil, 0o644); err != nil {
+		n.T.Fatal(err)
 	}
 	cfg := podConfig(uniqueName("args"), n.cgroupParent)
 	cfg.PortMappings = []*cri.PortMapping{{Protocol: cri.Protocol_TCP, ContainerPort: 80, HostPort: 18084}}
 	p := n.mustRunPod(cfg)
 	if err := n.stopAndRemove(p); err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 	n.requirePodsGone(p)
-	data, err := os.ReadFile(n.path(recorderLog))
+	data, err := os.ReadFile(n.Path(recorderLog))
 	if err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
-	n.t.Logf("CNI calls recorded:\n%s", data)
+	n.T.Logf("CNI calls recorded:\n%s", data)
 	want := []string{
 		"K8S_POD_NAMESPACE=e2e", "K8S_POD_NAME=" + p.name,
 		"K8S_POD_INFRA_CONTAINER_ID=" + p.id, "K8S_POD_UID=uid-" + p.name,
@@ -83,7 +83,7 @@ func criArgs(n *criNode) {
 	for _, plugin := range []string{"loopback", "bridge", "host-local", "portmap"} {
 		for _, verb := range []string{"ADD", "DEL"} {
 			if problem := argsProblem(string(data), plugin, verb, want); problem != "" {
-				n.t.Errorf("%s %s: %s", plugin, verb, problem)
+				n.T.Errorf("%s %s: %s", plugin, verb, problem)
 			}
 		}
 	}

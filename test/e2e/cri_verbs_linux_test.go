@@ -25,7 +25,7 @@ const (
 // plugins' own directory, so bridge still finds host-local there (and runs
 // it in its own process): verbsLog holds what the runtime sent, nothing more.
 func (n *criNode) writeVerbRecorders() {
-	n.t.Helper()
+	n.T.Helper()
 	for _, p := range plugins {
 		script := fmt.Sprintf(`#!/bin/sh
 in=$(cat)
@@ -36,9 +36,9 @@ exec /opt/cni/bin/%[1]s "$@" <<EOF
 $in
 EOF
 `, p, verbsLog)
-		n.writeFile(verbsDir+"/"+p, []byte(script))
-		if err := os.Chmod(n.path(verbsDir+"/"+p), 0o755); err != nil {
-			n.t.Fatal(err)
+		n.WriteFile(verbsDir+"/"+p, []byte(script), 0o644)
+		if err := os.Chmod(n.Path(verbsDir+"/"+p), 0o755); err != nil {
+			n.T.Fatal(err)
 		}
 	}
 }
@@ -62,10 +62,10 @@ func parseCalls(log string) []cniCall {
 
 // sentCalls returns the calls the runtime has sent so far.
 func (n *criNode) sentCalls() []cniCall {
-	n.t.Helper()
-	data, err := os.ReadFile(n.path(verbsLog))
+	n.T.Helper()
+	data, err := os.ReadFile(n.Path(verbsLog))
 	if err != nil && !os.IsNotExist(err) {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 	return parseCalls(string(data))
 }
@@ -131,28 +131,28 @@ func pluginLogTable(log string) []string {
 // logged (the per-call log): every verb the runtime sent our plugins, but
 // VERSION (which carries no configuration to name a log), must be in it.
 func (n *criNode) reportCalls(pluginLog bool) {
-	n.t.Helper()
+	n.T.Helper()
 	calls := n.sentCalls()
 	if len(calls) == 0 {
-		n.t.Errorf("no CNI call of %s recorded in %s", n.flavor.name(), verbsLog)
+		n.T.Errorf("no CNI call of %s recorded in %s", n.flavor.name(), verbsLog)
 	}
-	n.t.Logf("CNI calls %s sent (plugin, verb, cniVersion: count):\n  %s", n.flavor.name(), strings.Join(callTable(calls), "\n  "))
+	n.T.Logf("CNI calls %s sent (plugin, verb, cniVersion: count):\n  %s", n.flavor.name(), strings.Join(callTable(calls), "\n  "))
 	if !pluginLog {
 		return
 	}
-	data, err := os.ReadFile(n.path(callLog))
+	data, err := os.ReadFile(n.Path(callLog))
 	if err != nil {
-		n.t.Errorf("the plugins' per-call log: %v", err)
+		n.T.Errorf("the plugins' per-call log: %v", err)
 		return
 	}
 	logged := pluginLogTable(string(data))
-	n.t.Logf("the plugins' per-call log %s (plugin, verb: count):\n  %s", callLog, strings.Join(logged, "\n  "))
+	n.T.Logf("the plugins' per-call log %s (plugin, verb: count):\n  %s", callLog, strings.Join(logged, "\n  "))
 	for _, c := range calls {
 		if c.verb == "VERSION" || c.plugin == "loopback" {
 			continue // loopback runs on the runtime's own configuration, without logFile
 		}
 		if !slices.ContainsFunc(logged, func(l string) bool { return strings.HasPrefix(l, c.plugin+" "+c.verb+" ") }) {
-			n.t.Errorf("%s sent %s to %s, which the per-call log does not show", n.flavor.name(), c.verb, c.plugin)
+			n.T.Errorf("%s sent %s to %s, which the per-call log does not show", n.flavor.name(), c.verb, c.plugin)
 		}
 	}
 }

@@ -22,23 +22,23 @@ webServerTestImage: ` + webImage + `
 // sandboxes: every spec it runs passes, on our plugins.
 func runCritest(n *criNode) {
 	n.useCRI(n.flavor.binDir(), criConfDir)
-	rt := findRuntime(n.t, "critest", "critest")
+	rt := findRuntime(n.T, "critest", "critest")
 	const images = "/run/e2e/critest-images.yaml"
-	n.writeFile(images, []byte(critestImages))
+	n.WriteFile(images, []byte(critestImages), 0o644)
 	endpoint := "unix://" + n.flavor.socket()
 	// critest's pods name no cgroup parent: the runtime's default one.
 	parent, skip := n.flavor.critest()
-	n.t.Cleanup(func() { n.reapCgroup(parent) })
+	n.T.Cleanup(func() { n.Reap(parent) })
 	args := []string{"--runtime-endpoint", endpoint, "--image-endpoint", endpoint,
 		"--test-images-file", images, "--ginkgo.focus", critestFocus, "--ginkgo.no-color"}
 	if skip != "" {
 		args = append(args, "--ginkgo.skip", skip)
 	}
-	out, err := n.run(15*time.Minute, rt.bin+"/critest", args...)
+	out, err := n.Run(15*time.Minute, rt.Bin+"/critest", args...)
 	ran, summary := critestSummary(out)
-	n.t.Logf("critest %s --ginkgo.focus %q --ginkgo.skip %q against %s: %s", rt.version, critestFocus, skip, n.flavor.name(), summary)
+	n.T.Logf("critest %s --ginkgo.focus %q --ginkgo.skip %q against %s: %s", rt.Version, critestFocus, skip, n.flavor.name(), summary)
 	if err != nil || ran == 0 {
-		n.t.Errorf("critest failed (%d specs ran): %v\n%s", ran, err, critestTail(out))
+		n.T.Errorf("critest failed (%d specs ran): %v\n%s", ran, err, critestTail(out))
 	}
 }
 

@@ -92,7 +92,7 @@ func (w *interop) attach(rt *libcni.CNIConfig, name string, hostPort, port int, 
 		w.t.Fatalf("ADD %s: no address", name)
 	}
 	p.ip = res.IPs[0].Address.IP.String()
-	serveName(w.t, ctr, port, name)
+	sandbox.Serve(w.t, ctr, "tcp", fmt.Sprintf(":%d", port), func(net.Conn) string { return name })
 	return p
 }
 
@@ -129,30 +129,6 @@ func (w *interop) fetch(hostPort int) string {
 func (w *interop) leftovers(p *pod) []string {
 	found := stateFiles([]string{"/var/lib/cni", "/run/cni", w.dataDir}, p.rc.ContainerID, p.ip)
 	return append(found, rulesLeft(nsRunner(w.node.Path()), p.rc.ContainerID, p.ip)...)
-}
-
-// serveName answers name to every TCP connection on port inside ctr.
-func serveName(t *testing.T, ctr *ns.NetNS, port int, name string) {
-	t.Helper()
-	var l net.Listener
-	if err := ctr.Do(func() error {
-		var err error
-		l, err = net.Listen("tcp", fmt.Sprintf(":%d", port))
-		return err
-	}); err != nil {
-		t.Fatalf("listening in %s: %v", name, err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprint(c, name)
-			c.Close()
-		}
-	}()
 }
 
 // dialName reads what answers at addr, or the error, within 3 s.

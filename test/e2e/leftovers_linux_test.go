@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"cnisuite/test/nodens"
 	"cnisuite/test/sandbox"
 )
 
@@ -17,11 +18,11 @@ var pluginStateDirs = []string{"/var/lib/cni", "/run/cni"}
 func (n *node) leftovers(containerID, ip string) []string {
 	var dirs []string
 	for _, d := range pluginStateDirs {
-		dirs = append(dirs, n.path(d))
+		dirs = append(dirs, n.Path(d))
 	}
-	found := vethLeft(n.run)
+	found := vethLeft(n.Run)
 	found = append(found, stateFiles(dirs, containerID, ip)...)
-	return append(found, rulesLeft(n.run, containerID, ip)...)
+	return append(found, rulesLeft(n.Run, containerID, ip)...)
 }
 
 // runner runs a command in some node's namespaces, like node.run.
@@ -57,12 +58,12 @@ func rulesLeft(run runner, containerID, ip string) []string {
 // requireClean waits for an attachment's DEL (runtimes often send it from
 // a separate cleanup process) and fails the test with whatever is left.
 func (n *node) requireClean(containerID, ip string) {
-	n.t.Helper()
-	ok := eventually(30*time.Second, func() bool {
+	n.T.Helper()
+	ok := nodens.WaitFor(30*time.Second, func() bool {
 		return len(n.leftovers(containerID, ip)) == 0
 	})
 	if !ok {
-		n.t.Errorf("after DEL of %s (%s), the node still holds:\n  %s", containerID, ip,
+		n.T.Errorf("after DEL of %s (%s), the node still holds:\n  %s", containerID, ip,
 			strings.Join(n.leftovers(containerID, ip), "\n  "))
 	}
 }
@@ -71,10 +72,10 @@ func (n *node) requireClean(containerID, ip string) {
 // veth, a state file naming the container (its lease) and a firewall rule
 // naming its address: proof that requireClean looks where things are.
 func (n *node) requireAttached(containerID, ip string) {
-	n.t.Helper()
+	n.T.Helper()
 	found := n.leftovers(containerID, ip)
 	if missing := missingFootprint(found); len(missing) > 0 {
-		n.t.Errorf("while %s is attached, found no %v among:\n  %s", containerID, missing, strings.Join(found, "\n  "))
+		n.T.Errorf("while %s is attached, found no %v among:\n  %s", containerID, missing, strings.Join(found, "\n  "))
 	}
 }
 

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"cnisuite/test/nodens"
 	"cnisuite/test/sandbox"
 )
 
@@ -62,7 +62,7 @@ func TestRootlessNerdctl(t *testing.T) {
 	}
 	c.must("rm", "-f", web3)
 	t.Logf("left after the reference's DEL of web3, for cnisuite gc:\n  %s", strings.Join(c.leftovers(web3, ip3, true), "\n  "))
-	t.Logf("cnisuite gc: %s", n.must("nsenter", "-U", "-S", "0", "-G", "0", "-m", "-n", "-t", c.childPid,
+	t.Logf("cnisuite gc: %s", n.Must("nsenter", "-U", "-S", "0", "-G", "0", "-m", "-n", "-t", c.childPid,
 		"/opt/cni/bin/cnisuite-gc", "-bindir", "/opt/cni/bin", "-confdir", c.home+"/.config/cni/net.d", "-cachedir", "/var/lib/cni"))
 	c.requireClean(web3, ip3, true, "/.host-local-index2/")
 	n.fetch("http://127.0.0.1:8082/")
@@ -80,19 +80,19 @@ func TestRootlessNerdctl(t *testing.T) {
 // networks chain), starts containerd-rootless.sh and loads a busybox
 // image.
 func newRootlessNerdctl(n *node) *rootlessNerdctl {
-	t := n.t
+	t := n.T
 	t.Helper()
 	rk := findRuntime(t, "rootlesskit", "rootlesskit")
 	nc := findRuntime(t, "nerdctl", "nerdctl", "containerd-rootless.sh")
 	cd := findRuntime(t, "containerd", "containerd", "containerd-shim-runc-v2")
-	c := &rootlessNerdctl{rootlessUser: newRootlessUser(n, "nerdctl", rk.bin, nc.bin, cd.bin), bin: "/opt/cni/rootless-bin"}
-	n.must("mkdir", "-p", "-m", "0755", c.bin)
+	c := &rootlessNerdctl{rootlessUser: newRootlessUser(n, "nerdctl", rk.Bin, nc.Bin, cd.Bin), bin: "/opt/cni/rootless-bin"}
+	n.Must("mkdir", "-p", "-m", "0755", c.bin)
 	fw, err := os.ReadFile(filepath.Join(sandbox.ReferencePlugins(t, "meta/firewall"), "firewall"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.writeFile(c.bin+"/firewall", fw)
-	n.must("chmod", "0755", c.bin+"/firewall")
+	n.WriteFile(c.bin+"/firewall", fw, 0o644)
+	n.Must("chmod", "0755", c.bin+"/firewall")
 	c.writeFiles(map[string]string{
 		// cgroup v1: the user cannot make cgroups.
 		"/.config/nerdctl/nerdctl.toml": fmt.Sprintf("cni_path = %q\ncgroup_manager = \"none\"\n", c.bin),
@@ -105,27 +105,21 @@ func newRootlessNerdctl(n *node) *rootlessNerdctl {
 	return c
 }
 
-// start runs containerd-rootless.sh as the user until the test ends and
-// waits for containerd to answer.
+// start runs containerd-rootless.sh as the user until the test ends
+// (the user's teardown, which runs first, ends its children) and waits for
+// containerd to answer.
 func (c *rootlessNerdctl) start() {
-	t := c.n.t
+	t := c.n.T
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := c.n.command(ctx, "setpriv", c.args("containerd-rootless.sh")...)
-	var log strings.Builder
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() }) // the user's teardown, which runs first, ends its children
-	ok := eventually(60*time.Second, func() bool {
+	d := c.n.Start("setpriv", c.args("containerd-rootless.sh")...)
+	ok := nodens.WaitFor(60*time.Second, func() bool {
 		_, err := c.runtime("info")
 		return err == nil
 	})
 	if !ok {
-		t.Fatalf("rootless containerd did not answer:\n%s", log.String())
+		t.Fatalf("rootless containerd did not answer:\n%s", d.Output())
 	}
-	pid, err := os.ReadFile(c.n.path(c.xdg + "/containerd-rootless/child_pid"))
+	pid, err := os.ReadFile(c.n.Path(c.xdg + "/containerd-rootless/child_pid"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +129,7 @@ func (c *rootlessNerdctl) start() {
 // run starts a busybox httpd on network rl with hostPort → 80 and returns
 // its full ID and the address of its eth0.
 func (c *rootlessNerdctl) run(name string, hostPort int) (id, ip string) {
-	c.n.t.Helper()
+	c.n.T.Helper()
 	id = lastLine(c.must("run", "-d", "--name", name, "--network", "rl", "-p", fmt.Sprintf("%d:80", hostPort),
 		busyboxImage, "/bin/httpd", "-f", "-p", "80", "-h", "/www"))
 	out := c.must("exec", name, "ip", "-4", "-o", "addr", "show", "dev", "eth0")
@@ -143,16 +137,16 @@ func (c *rootlessNerdctl) run(name string, hostPort int) (id, ip string) {
 		ip, _, _ = strings.Cut(rest, "/")
 	}
 	if ip == "" {
-		c.n.t.Fatalf("%s: no IPv4 address on eth0:\n%s", name, out)
+		c.n.T.Fatalf("%s: no IPv4 address on eth0:\n%s", name, out)
 	}
-	c.n.t.Logf("%s: %s", name, ip)
+	c.n.T.Logf("%s: %s", name, ip)
 	return id, ip
 }
 
 // cniDir is ~/.local/share/cni, which containerd-rootless.sh binds over
 // /var/lib/cni in RootlessKit's namespace, seen from the test.
 func (c *rootlessNerdctl) cniDir(sub string) string {
-	return c.n.path(filepath.Join(c.home, ".local/share/cni", sub))
+	return c.n.Path(filepath.Join(c.home, ".local/share/cni", sub))
 }
 
 // leftovers lists the plugins' state files (in ~/.local/share/cni and
@@ -168,14 +162,14 @@ func (c *rootlessNerdctl) leftovers(id, ip string, withRules bool) []string {
 		return found
 	}
 	return append(found, sandbox.RulesNaming(func(script string) (string, error) {
-		return c.n.run(time.Minute, "nsenter", "-n", "-t", c.childPid, "sh", "-c", script)
+		return c.n.Run(time.Minute, "nsenter", "-n", "-t", c.childPid, "sh", "-c", script)
 	}, id, ip)...)
 }
 
 // requireClean fails with leftovers but for paths holding one of allowed.
 func (c *rootlessNerdctl) requireClean(id, ip string, withRules bool, allowed ...string) {
-	c.n.t.Helper()
+	c.n.T.Helper()
 	if left := sandbox.Without(c.leftovers(id, ip, withRules), allowed...); len(left) > 0 {
-		c.n.t.Errorf("container %.12s (%s) left after its removal:\n  %s", id, ip, strings.Join(left, "\n  "))
+		c.n.T.Errorf("container %.12s (%s) left after its removal:\n  %s", id, ip, strings.Join(left, "\n  "))
 	}
 }

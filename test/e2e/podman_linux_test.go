@@ -24,16 +24,16 @@ func TestPodman(t *testing.T) {
 		"/etc/containers/policy.json":     "testdata/podman/policy.json",
 		"/etc/cni/net.d/e2e.conflist":     "testdata/podman/e2e.conflist",
 	})
-	if out := n.must("podman", "network", "ls", "--format", "{{.Name}} {{.Driver}}"); !strings.Contains(out, "e2e bridge") {
+	if out := n.Must("podman", "network", "ls", "--format", "{{.Name}} {{.Driver}}"); !strings.Contains(out, "e2e bridge") {
 		t.Fatalf("podman does not see the e2e network:\n%s", out)
 	}
 
 	name := uniqueName("web")
 	// --rootfs is a boolean: the root filesystem takes the image's place.
-	id := strings.TrimSpace(n.must("podman", "run", "-d", "--name", name, "--network", "e2e",
+	id := strings.TrimSpace(n.Must("podman", "run", "-d", "--name", name, "--network", "e2e",
 		"--cgroup-parent", n.cgroup(name), "-p", "8080:80", "--rootfs", rootfs,
 		"/bin/httpd", "-f", "-p", "80", "-h", "/www"))
-	t.Cleanup(func() { _, _ = n.run(time.Minute, "podman", "rm", "-f", "-t", "0", name) }) // after a failure only
+	t.Cleanup(func() { _, _ = n.Run(time.Minute, "podman", "rm", "-f", "-t", "0", name) }) // after a failure only
 	t.Logf("podman run: container %s", id)
 
 	ip := n.podmanServes(name)
@@ -41,12 +41,12 @@ func TestPodman(t *testing.T) {
 	n.requireAttached(id, ip.String())
 
 	t.Log("podman stop, then start: DEL from the cleanup process, then ADD again")
-	n.must("podman", "stop", "-t", "0", name)
+	n.Must("podman", "stop", "-t", "0", name)
 	n.requireClean(id, ip.String())
-	n.must("podman", "start", name)
+	n.Must("podman", "start", name)
 	ip = n.podmanServes(name)
 
-	n.must("podman", "rm", "-f", "-t", "0", name)
+	n.Must("podman", "rm", "-f", "-t", "0", name)
 	// podman's DEL often comes from its separate cleanup process: wait.
 	n.requireClean(id, ip.String())
 }
@@ -55,22 +55,22 @@ func TestPodman(t *testing.T) {
 // and as podman see it) and the tuning sysctl, fetches its page directly
 // and through host port 8080 on 127.0.0.1, and returns the address.
 func (n *node) podmanServes(name string) net.IP {
-	n.t.Helper()
-	pid := strings.TrimSpace(n.must("podman", "inspect", "--format", "{{.State.Pid}}", name))
+	n.T.Helper()
+	pid := strings.TrimSpace(n.Must("podman", "inspect", "--format", "{{.State.Pid}}", name))
 	if _, err := strconv.Atoi(pid); err != nil {
-		n.t.Fatalf("podman inspect: pid %q", pid)
+		n.T.Fatalf("podman inspect: pid %q", pid)
 	}
 	ip := n.containerAddr(pid)
-	requireIn(n.t, ip, "10.89.0.0/24")
-	reported := strings.TrimSpace(n.must("podman", "inspect", "--format",
+	requireIn(n.T, ip, "10.89.0.0/24")
+	reported := strings.TrimSpace(n.Must("podman", "inspect", "--format",
 		`{{(index .NetworkSettings.Networks "e2e").IPAddress}}`, name))
 	if reported != ip.String() {
-		n.t.Errorf("podman inspect reports address %q, the container has %s", reported, ip)
+		n.T.Errorf("podman inspect reports address %q, the container has %s", reported, ip)
 	}
 	// /proc/sys/net shows the namespace of the process reading it.
-	got := strings.TrimSpace(n.must("nsenter", "--target", pid, "--net", "cat", "/proc/sys/net/ipv4/conf/eth0/arp_notify"))
+	got := strings.TrimSpace(n.Must("nsenter", "--target", pid, "--net", "cat", "/proc/sys/net/ipv4/conf/eth0/arp_notify"))
 	if got != "1" {
-		n.t.Errorf("arp_notify of eth0 in the container = %q, want 1 (set by tuning)", got)
+		n.T.Errorf("arp_notify of eth0 in the container = %q, want 1 (set by tuning)", got)
 	}
 	n.fetch("http://" + ip.String() + ":80/")
 	n.fetch("http://127.0.0.1:8080/")

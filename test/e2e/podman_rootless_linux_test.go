@@ -117,7 +117,7 @@ func TestRootlessPodman(t *testing.T) {
 // newRootlessPodman makes the throwaway user, its podman configuration
 // and a busybox root filesystem it owns.
 func newRootlessPodman(n *node) *rootlessPodman {
-	n.t.Helper()
+	n.T.Helper()
 	p := &rootlessPodman{rootlessUser: newRootlessUser(n, "podman"), bin: "/opt/cni/rootless-bin"}
 	p.rootfs = p.home + "/rootfs"
 	p.writeFiles(map[string]string{
@@ -127,34 +127,34 @@ func newRootlessPodman(n *node) *rootlessPodman {
 		"/.config/cni/net.d/rl.conflist":      rootlessConflist,
 		"/.config/cni/net.d/rl2.conflist":     rootlessSecondConflist,
 	})
-	n.must("cp", "-a", busyboxRootfs(n.t), p.rootfs)
-	n.must("mkdir", "-p", "-m", "0755", p.bin)
+	n.Must("cp", "-a", busyboxRootfs(n.T), p.rootfs)
+	n.Must("mkdir", "-p", "-m", "0755", p.bin)
 	p.own()
-	n.t.Cleanup(func() { _, _ = p.runtime("rm", "-a", "-f", "-t", "0") }) // after a failure only; runs before the user's teardown
+	n.T.Cleanup(func() { _, _ = p.runtime("rm", "-a", "-f", "-t", "0") }) // after a failure only; runs before the user's teardown
 	return p
 }
 
 // run starts a busybox httpd on network rl with hostPort → 80 and returns
 // its full ID and address.
 func (p *rootlessPodman) run(name string, hostPort int) (id, ip string) {
-	p.n.t.Helper()
+	p.n.T.Helper()
 	return p.runOn("rl", name, hostPort)
 }
 
 // runOn is run on network.
 func (p *rootlessPodman) runOn(network, name string, hostPort int) (id, ip string) {
-	p.n.t.Helper()
+	p.n.T.Helper()
 	id = lastLine(p.must("run", "-d", "--name", name, "--network", network, "-p", fmt.Sprintf("%d:80", hostPort),
 		"--rootfs", p.rootfs, "/bin/httpd", "-f", "-p", "80", "-h", "/www"))
 	ip = lastLine(p.must("inspect", "--format", fmt.Sprintf(`{{(index .NetworkSettings.Networks %q).IPAddress}}`, network), name))
-	p.n.t.Logf("%s: %s", name, ip)
+	p.n.T.Logf("%s: %s", name, ip)
 	return id, ip
 }
 
 // netnsDir is where podman keeps what it binds over /var/lib/cni and /run
 // in its rootless network namespace, seen from the test.
 func (p *rootlessPodman) netnsDir(sub string) string {
-	return p.n.path(filepath.Join(p.xdg, "libpod/tmp/rootless-netns", sub))
+	return p.n.Path(filepath.Join(p.xdg, "libpod/tmp/rootless-netns", sub))
 }
 
 // leftovers lists the state files of the plugins (in the directories
@@ -174,9 +174,9 @@ func (p *rootlessPodman) leftovers(id, ip string, withRules bool) []string {
 // network namespace lives: withRules) rules naming the container, but
 // for files whose path holds one of allowed.
 func (p *rootlessPodman) requireClean(id, ip string, withRules bool, allowed ...string) {
-	p.n.t.Helper()
+	p.n.T.Helper()
 	// libcni's result cache is podman's.
 	if left := sandbox.Without(p.leftovers(id, ip, withRules), append(allowed, "/var/lib/cni/results/")...); len(left) > 0 {
-		p.n.t.Errorf("container %.12s (%s) left after its removal:\n  %s", id, ip, strings.Join(left, "\n  "))
+		p.n.T.Errorf("container %.12s (%s) left after its removal:\n  %s", id, ip, strings.Join(left, "\n  "))
 	}
 }

@@ -15,7 +15,7 @@ const page = "hello from cnisuite e2e\n"
 // busyboxRootfs builds a container root filesystem from the static busybox
 // (no image pull is possible here): every applet as a symlink in /bin, a
 // passwd file, and /www/index.html for `httpd -f -p 80 -h /www`.
-func busyboxRootfs(t *testing.T) string {
+func busyboxRootfs(t testing.TB) string {
 	t.Helper()
 	bb := staticBusybox(t)
 	root := t.TempDir()
@@ -55,7 +55,7 @@ func busyboxRootfs(t *testing.T) string {
 
 // staticBusybox finds busybox and insists it is statically linked, since
 // the root filesystem holds no libraries.
-func staticBusybox(t *testing.T) string {
+func staticBusybox(t testing.TB) string {
 	t.Helper()
 	for _, p := range []string{"/bin/busybox", "/usr/bin/busybox"} {
 		f, err := elf.Open(p)

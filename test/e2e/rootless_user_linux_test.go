@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"cnisuite/test/nodens"
 )
 
 // The throwaway user rootless runtimes run as: it exists only in the
@@ -35,15 +37,15 @@ type rootlessUser struct {
 // is its runtime's command-line tool. Every process of the user ends with
 // the test.
 func newRootlessUser(n *node, cli string, dirs ...string) *rootlessUser {
-	n.t.Helper()
+	n.T.Helper()
 	u := &rootlessUser{n: n, home: "/var/lib/containers/" + rootlessName, xdg: fmt.Sprintf("/run/user/%d", rootlessUID),
 		path: strings.Join(append(dirs, "/usr/sbin:/usr/bin:/sbin:/bin"), ":"), cli: cli}
 	u.bindAccounts()
-	n.must("mknod", "-m", "0666", "/run/cnisuite-e2e-tun", "c", "10", "200")
-	n.must("mount", "--bind", "/run/cnisuite-e2e-tun", "/dev/net/tun")
-	n.must("mkdir", "-p", "-m", "0700", u.home, u.xdg)
+	n.Must("mknod", "-m", "0666", "/run/cnisuite-e2e-tun", "c", "10", "200")
+	n.Must("mount", "--bind", "/run/cnisuite-e2e-tun", "/dev/net/tun")
+	n.Must("mkdir", "-p", "-m", "0700", u.home, u.xdg)
 	u.own()
-	n.t.Cleanup(u.teardown)
+	n.T.Cleanup(u.teardown)
 	return u
 }
 
@@ -57,16 +59,16 @@ func (u *rootlessUser) bindAccounts() {
 		"subgid": fmt.Sprintf("%s:%d:65536\n", rootlessName, rootlessSubID),
 	}
 	for name, line := range extra {
-		old, err := os.ReadFile(u.n.path("/etc/" + name))
+		old, err := os.ReadFile(u.n.Path("/etc/" + name))
 		if os.IsNotExist(err) {
-			u.n.t.Skipf("/etc/%s does not exist: nothing to bind the copy over", name)
+			u.n.T.Skipf("/etc/%s does not exist: nothing to bind the copy over", name)
 		}
 		if err != nil {
-			u.n.t.Fatal(err)
+			u.n.T.Fatal(err)
 		}
 		copyPath := "/run/cnisuite-e2e-" + name
-		u.n.writeFile(copyPath, append(old, line...))
-		u.n.must("mount", "--bind", copyPath, "/etc/"+name)
+		u.n.WriteFile(copyPath, append(old, line...), 0o644)
+		u.n.Must("mount", "--bind", copyPath, "/etc/"+name)
 	}
 }
 
@@ -74,13 +76,13 @@ func (u *rootlessUser) bindAccounts() {
 // gives them to the user.
 func (u *rootlessUser) writeFiles(files map[string]string) {
 	for name, content := range files {
-		u.n.writeFile(u.home+name, []byte(content))
+		u.n.WriteFile(u.home+name, []byte(content), 0o644)
 	}
 }
 
 // own gives the home and the runtime directory, with all below, to the user.
 func (u *rootlessUser) own() {
-	u.n.must("chown", "-R", fmt.Sprintf("%d:%d", rootlessUID, rootlessUID), u.home, u.xdg)
+	u.n.Must("chown", "-R", fmt.Sprintf("%d:%d", rootlessUID, rootlessUID), u.home, u.xdg)
 }
 
 // args are setpriv's arguments that run name as the user, with the
@@ -92,7 +94,7 @@ func (u *rootlessUser) args(name string, args ...string) []string {
 
 // as runs name as the user inside the node, bounded by timeout.
 func (u *rootlessUser) as(timeout time.Duration, name string, args ...string) (string, error) {
-	return u.n.run(timeout, "setpriv", u.args(name, args...)...)
+	return u.n.Run(timeout, "setpriv", u.args(name, args...)...)
 }
 
 // runtime runs the runtime's command-line tool as the user.
@@ -102,10 +104,10 @@ func (u *rootlessUser) runtime(args ...string) (string, error) {
 
 // must is runtime, failing the test when the tool fails.
 func (u *rootlessUser) must(args ...string) string {
-	u.n.t.Helper()
+	u.n.T.Helper()
 	out, err := u.runtime(args...)
 	if err != nil {
-		u.n.t.Fatal(err)
+		u.n.T.Fatal(err)
 	}
 	return out
 }
@@ -114,28 +116,28 @@ func (u *rootlessUser) must(args ...string) string {
 // directory bin, each replaced at once (a new file renamed over the old),
 // as a package does.
 func (u *rootlessUser) switchTo(bin, dir string) {
-	u.n.t.Helper()
+	u.n.T.Helper()
 	for _, name := range plugins {
 		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
-			u.n.t.Fatal(err)
+			u.n.T.Fatal(err)
 		}
-		tmp := u.n.path(filepath.Join(bin, "."+name+".new"))
+		tmp := u.n.Path(filepath.Join(bin, "."+name+".new"))
 		if err := os.WriteFile(tmp, data, 0o755); err != nil {
-			u.n.t.Fatal(err)
+			u.n.T.Fatal(err)
 		}
-		if err := os.Rename(tmp, u.n.path(filepath.Join(bin, name))); err != nil {
-			u.n.t.Fatal(err)
+		if err := os.Rename(tmp, u.n.Path(filepath.Join(bin, name))); err != nil {
+			u.n.T.Fatal(err)
 		}
 	}
-	u.n.t.Logf("the plugins are now those of %s", dir)
+	u.n.T.Logf("the plugins are now those of %s", dir)
 }
 
 // requireRuntimeDirClean fails when the user's runtime directory holds
 // state of ours.
 func (u *rootlessUser) requireRuntimeDirClean() {
-	u.n.t.Helper()
-	root := u.n.path(u.xdg)
+	u.n.T.Helper()
+	root := u.n.Path(u.xdg)
 	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return nil // gone mid-walk
@@ -143,7 +145,7 @@ func (u *rootlessUser) requireRuntimeDirClean() {
 		rel := strings.TrimPrefix(path, root)
 		for _, ours := range []string{"/cni", ".host-local", "last_reserved_ip", "bridge-locks", "cnisuite"} {
 			if strings.Contains(rel, ours) {
-				u.n.t.Errorf("left in $XDG_RUNTIME_DIR: %s", rel)
+				u.n.T.Errorf("left in $XDG_RUNTIME_DIR: %s", rel)
 				return filepath.SkipDir
 			}
 		}
@@ -167,7 +169,7 @@ func (u *rootlessUser) teardown() {
 		}
 		ours := st.Uid == rootlessUID || (st.Uid >= rootlessSubID && st.Uid < rootlessSubID+65536)
 		if ours && !zombie(pid) && syscall.Kill(pid, syscall.SIGKILL) == nil {
-			u.n.t.Logf("killed process %d (%s) of the rootless user", pid, comm(pid))
+			u.n.T.Logf("killed process %d (%s) of the rootless user", pid, nodens.Comm(pid))
 		}
 	}
 }

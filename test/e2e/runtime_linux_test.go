@@ -9,11 +9,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cnisuite/test/nodens"
 )
 
 // needTools fails the test, naming the install script, when a runtime's
 // programs are missing.
-func needTools(t *testing.T, names ...string) {
+func needTools(t testing.TB, names ...string) {
 	t.Helper()
 	var missing []string
 	for _, name := range names {
@@ -36,27 +38,27 @@ func uniqueName(prefix string) string {
 
 // install copies files of testdata to the node: node path → testdata path.
 func (n *node) install(files map[string]string) {
-	n.t.Helper()
+	n.T.Helper()
 	for dst, src := range files {
 		data, err := os.ReadFile(src)
 		if err != nil {
-			n.t.Fatal(err)
+			n.T.Fatal(err)
 		}
-		n.writeFile(dst, data)
+		n.WriteFile(dst, data, 0o644)
 	}
 }
 
 // fetch gets url with curl from the node's own namespace until it answers
 // with the page the containers serve (the server may still be starting).
-func (n *node) fetch(url string) { n.t.Helper(); n.fetchWithin(url, 20*time.Second) }
+func (n *node) fetch(url string) { n.T.Helper(); n.fetchWithin(url, 20*time.Second) }
 
 // fetchWithin is fetch, trying for at most timeout; it reports whether the
 // page came.
 func (n *node) fetchWithin(url string, timeout time.Duration) bool {
-	n.t.Helper()
+	n.T.Helper()
 	var last string
-	ok := eventually(timeout, func() bool {
-		out, err := n.run(10*time.Second, "curl", "-sS", "--max-time", "3", url)
+	ok := nodens.WaitFor(timeout, func() bool {
+		out, err := n.Run(10*time.Second, "curl", "-sS", "--max-time", "3", url)
 		last = out
 		if err != nil {
 			last = err.Error()
@@ -64,18 +66,18 @@ func (n *node) fetchWithin(url string, timeout time.Duration) bool {
 		return err == nil && out == page
 	})
 	if !ok {
-		n.t.Errorf("GET %s = %q, want %q", url, last, page)
+		n.T.Errorf("GET %s = %q, want %q", url, last, page)
 		return false
 	}
-	n.t.Logf("GET %s: %q", url, strings.TrimSpace(last))
+	n.T.Logf("GET %s: %q", url, strings.TrimSpace(last))
 	return true
 }
 
 // containerAddr returns the IPv4 address of eth0 in the network namespace
 // of process pid, as the container sees it.
 func (n *node) containerAddr(pid string) net.IP {
-	n.t.Helper()
-	out := n.must("nsenter", "--target", pid, "--net", "ip", "-4", "-o", "addr", "show", "dev", "eth0")
+	n.T.Helper()
+	out := n.Must("nsenter", "--target", pid, "--net", "ip", "-4", "-o", "addr", "show", "dev", "eth0")
 	fields := strings.Fields(out)
 	for i, f := range fields {
 		if f == "inet" && i+1 < len(fields) {
@@ -84,12 +86,12 @@ func (n *node) containerAddr(pid string) net.IP {
 			}
 		}
 	}
-	n.t.Fatalf("no IPv4 address on eth0 of the container:\n%s", out)
+	n.T.Fatalf("no IPv4 address on eth0 of the container:\n%s", out)
 	return nil
 }
 
 // requireIn fails the test unless ip lies in cidr.
-func requireIn(t *testing.T, ip net.IP, cidr string) {
+func requireIn(t testing.TB, ip net.IP, cidr string) {
 	t.Helper()
 	_, subnet, err := net.ParseCIDR(cidr)
 	if err != nil {

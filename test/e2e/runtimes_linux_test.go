@@ -2,60 +2,29 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"cnisuite/test/crinode"
+	"cnisuite/test/sandbox"
 )
-
-// builtRuntime is a runtime scripts/install-runtimes.sh built into the
-// runtime cache, at the version scripts/runtime-versions.env names.
-type builtRuntime struct {
-	name, version string
-	bin           string // its directory of programs
-}
-
-// runtimeCache is where scripts/install-runtimes.sh puts its builds.
-func runtimeCache() string {
-	if dir := os.Getenv("CNISUITE_RUNTIMES"); dir != "" {
-		return dir
-	}
-	return "/var/cache/cnisuite/runtimes"
-}
 
 // findRuntime returns the build of a runtime (containerd, crio, critest,
 // rootlesskit, nerdctl) and fails the test, naming the script, when it or
 // one of its programs is missing.
-func findRuntime(t *testing.T, name string, programs ...string) builtRuntime {
+func findRuntime(t testing.TB, name string, programs ...string) crinode.Build {
 	t.Helper()
 	key := map[string]string{"containerd": "CONTAINERD_VERSION", "crio": "CRIO_VERSION", "critest": "CRITEST_VERSION",
 		"rootlesskit": "ROOTLESSKIT_VERSION", "nerdctl": "NERDCTL_VERSION"}[name]
-	version, err := runtimeVersion(filepath.Join(moduleRoot(t), "scripts", "runtime-versions.env"), key)
+	b, missing, err := crinode.FindBuild(sandbox.ModuleRoot(t), name, key, programs...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := builtRuntime{name: name, version: version, bin: filepath.Join(runtimeCache(), name+"-"+version, "bin")}
-	var paths []string
-	for _, p := range programs {
-		paths = append(paths, filepath.Join(r.bin, p))
+	if len(missing) > 0 {
+		t.Fatalf("%v missing: run scripts/install-runtimes.sh (make deps does)", missing)
 	}
-	requireFiles(t, "run scripts/install-runtimes.sh (make deps does)", paths...)
-	return r
-}
-
-// runtimeVersion reads KEY=value from a shell variables file.
-func runtimeVersion(file, key string) (string, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("runtime versions: %w", err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+"="); ok {
-			return v, nil
-		}
-	}
-	return "", fmt.Errorf("runtime versions: no %s in %s", key, file)
+	return b
 }
 
 // conflistOptions say how kubeConflist changes examples/kubernetes.conflist.
@@ -68,9 +37,9 @@ type conflistOptions struct {
 // kubeConflist is examples/kubernetes.conflist with another cniVersion,
 // every plugin logging its calls to one file, and, if given, other ranges:
 // the configuration users copy, seen by the runtimes that send 1.1.0.
-func kubeConflist(t *testing.T, o conflistOptions) []byte {
+func kubeConflist(t testing.TB, o conflistOptions) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(moduleRoot(t), "examples", "kubernetes.conflist"))
+	data, err := os.ReadFile(filepath.Join(sandbox.ModuleRoot(t), "examples", "kubernetes.conflist"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+
+	"cnisuite/test/sandbox"
 )
 
 var switchBackends = []string{"iptables", "nftables"}
@@ -120,7 +122,7 @@ func buildGCTool(t *testing.T) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "cnisuite-gc")
 	cmd := exec.Command("go", "build", "-o", out, "./cmd/cnisuite-gc")
-	cmd.Dir = moduleRoot(t)
+	cmd.Dir = sandbox.ModuleRoot(t)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building cnisuite-gc: %v\n%s", err, b)
 	}

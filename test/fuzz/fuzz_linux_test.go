@@ -3,8 +3,9 @@ package fuzz
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,12 +187,7 @@ func (c *collector) firstOfKind(r *result) bool {
 // report fails the test once per kind of failure, printing its first
 // inputs whole and the indexes of the others.
 func (c *collector) report(t *testing.T) {
-	sigs := make([]string, 0, len(c.bySig))
-	for s := range c.bySig {
-		sigs = append(sigs, s)
-	}
-	sort.Strings(sigs)
-	for _, s := range sigs {
+	for _, s := range slices.Sorted(maps.Keys(c.bySig)) {
 		rs := c.bySig[s]
 		var idx []string
 		for _, r := range rs {
@@ -208,7 +204,7 @@ func (c *collector) report(t *testing.T) {
 	for _, v := range verbs {
 		stats = append(stats, fmt.Sprintf("%s %v (%d refused)", v, c.took[v].Round(time.Millisecond), c.fails[v]))
 	}
-	t.Logf("%d inputs run, %d kinds of failure; time in plugins: %s", c.count, len(sigs), strings.Join(stats, ", "))
+	t.Logf("%d inputs run, %d kinds of failure; time in plugins: %s", c.count, len(c.bySig), strings.Join(stats, ", "))
 }
 
 // selection is what CNISUITE_FUZZ_ONLY asks for: whole plugins, or single

@@ -66,12 +66,8 @@ var hostileCases = []hostileCase{
 func TestHostileStateDirs(t *testing.T) {
 	sandbox.Require(t)
 	for i, hc := range hostileCases {
-		t.Run(hc.plugin+"/"+strings.ReplaceAll(hc.name, " ", "_"), func(t *testing.T) {
-			w := newWorld(t, hc.plugin)
-			p, dir, err := w.paths(i)
-			if err != nil {
-				t.Fatal(err)
-			}
+		t.Run(caseName(hc.plugin, hc.name), func(t *testing.T) {
+			w, p, dir := caseWorld(t, hc.plugin, i)
 			tc := teardownCase{plugin: hc.plugin, base: hc.base, edit: hc.edit}
 			in := tc.input(t, p, i)
 			in.Env.ContainerID = "teardown-state"

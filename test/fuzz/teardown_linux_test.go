@@ -55,15 +55,25 @@ var teardownCases = []teardownCase{
 		}},
 }
 
+// caseName names the subtest of a case of plugin.
+func caseName(plugin, name string) string { return plugin + "/" + strings.ReplaceAll(name, " ", "_") }
+
+// caseWorld is a world for plugin and the paths of its case index.
+func caseWorld(t *testing.T, plugin string, index int) (*world, Paths, string) {
+	t.Helper()
+	w := newWorld(t, plugin)
+	p, dir, err := w.paths(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, p, dir
+}
+
 func TestTeardownAfterFailedAdd(t *testing.T) {
 	sandbox.Require(t)
 	for i, tc := range teardownCases {
-		t.Run(tc.plugin+"/"+strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
-			w := newWorld(t, tc.plugin)
-			p, dir, err := w.paths(i)
-			if err != nil {
-				t.Fatal(err)
-			}
+		t.Run(caseName(tc.plugin, tc.name), func(t *testing.T) {
+			w, p, dir := caseWorld(t, tc.plugin, i)
 			in := tc.input(t, p, i)
 			if tc.node != nil {
 				defer tc.node(t, w, p)()

@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
 
+	"cnisuite/test/crinode"
 	"cnisuite/test/nodens"
 	"cnisuite/test/sandbox"
 )
@@ -22,38 +21,21 @@ const (
 	kubeProxyConf  = "/etc/kubernetes/kube-proxy.json"
 )
 
-// build is a program set scripts/install-runtimes.sh built into its cache.
-type build struct {
-	name, version, bin string
-}
-
 // components are the builds the cluster runs.
-type components struct{ k8s, etcd, containerd build }
+type components struct{ k8s, etcd, containerd crinode.Build }
 
 // findComponents returns the builds of scripts/runtime-versions.env's
 // versions, and skips the test, naming the script, when one is missing.
 func findComponents(t *testing.T) components {
 	t.Helper()
-	root := moduleRoot(t)
-	env, err := os.ReadFile(filepath.Join(root, "scripts", "runtime-versions.env"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := os.Getenv("CNISUITE_RUNTIMES")
-	if cache == "" {
-		cache = "/var/cache/cnisuite/runtimes"
-	}
-	find := func(name, key string, programs ...string) build {
-		m := regexp.MustCompile(`(?m)^` + key + `=(\S+)$`).FindSubmatch(env)
-		if m == nil {
-			t.Fatalf("scripts/runtime-versions.env has no %s", key)
+	root := sandbox.ModuleRoot(t)
+	find := func(name, key string, programs ...string) crinode.Build {
+		b, missing, err := crinode.FindBuild(root, name, key, programs...)
+		if err != nil {
+			t.Fatal(err)
 		}
-		b := build{name: name, version: string(m[1])}
-		b.bin = filepath.Join(cache, name+"-"+b.version, "bin")
-		for _, p := range programs {
-			if _, err := os.Stat(filepath.Join(b.bin, p)); err != nil {
-				t.Skipf("%s %s is not built (%s missing): run scripts/install-runtimes.sh %s (make deps does)", name, b.version, filepath.Join(b.bin, p), name)
-			}
+		if len(missing) > 0 {
+			t.Skipf("%s %s is not built (%v missing): run scripts/install-runtimes.sh %s (make deps does)", name, b.Version, missing, name)
 		}
 		return b
 	}
@@ -62,22 +44,6 @@ func findComponents(t *testing.T) components {
 		etcd:       find("etcd", "ETCD_VERSION", "etcd"),
 		containerd: find("containerd", "CONTAINERD_VERSION", "containerd", "containerd-shim-runc-v2", "ctr"),
 	}
-}
-
-// moduleRoot is the directory of go.mod, above the test's directory.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d
-		}
-	}
-	t.Fatalf("no go.mod above %s", dir)
-	return ""
 }
 
 // cluster is a node of one with its control plane running on it.
@@ -98,7 +64,7 @@ func startCluster(t *testing.T, c components) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := &cluster{Node: newNode(t, plugins, []string{c.k8s.bin, c.etcd.bin, c.containerd.bin}, kubeletGlobals), root: moduleRoot(t)}
+	cl := &cluster{Node: newNode(t, plugins, []string{c.k8s.Bin, c.etcd.Bin, c.containerd.Bin}, kubeletGlobals), root: sandbox.ModuleRoot(t)}
 	cl.writePKI()
 	cl.writeConflist()
 	cl.startOutside()
@@ -164,20 +130,19 @@ func (c *cluster) writeConflist() {
 		c.T.Fatalf("examples/kubernetes.conflist: %v", err)
 	}
 	list["cniVersion"] = "1.1.0"
-	c.WriteFile(conflistPath, mustJSON(c.T, list))
+	c.WriteFile(conflistPath, mustJSON(c.T, list), 0o600)
 }
 
-// startContainerd starts containerd 2.x on test/e2e's configuration (its
+// startContainerd starts containerd 2.x on test/e2e's configuration (package crinode: its
 // CRI plugin on our conflist, the pause image pinned) and waits until it
 // answers.
 func (c *cluster) startContainerd() *nodens.Daemon {
 	c.T.Helper()
-	tmpl, err := os.ReadFile(filepath.Join(c.root, "test", "e2e", "testdata", "containerd2", "config-v3.toml"))
+	conf, err := crinode.ContainerdConfig(crinode.Containerd2V3, "/opt/cni/bin", filepath.Dir(conflistPath))
 	if err != nil {
 		c.T.Fatal(err)
 	}
-	conf := strings.NewReplacer("@CNI_BIN_DIR@", "/opt/cni/bin", "@CNI_CONF_DIR@", filepath.Dir(conflistPath)).Replace(string(tmpl))
-	c.WriteFile(containerdConf, []byte(conf))
+	c.WriteFile(containerdConf, []byte(conf), 0o600)
 	d := c.Start("containerd", "--config", containerdConf)
 	c.await(d, "containerd", "ctr", "--address", containerdSock, "version")
 	return d

@@ -28,7 +28,7 @@ func TestKubernetesNode(t *testing.T) {
 	if len(missing) > 0 {
 		t.Fatalf("%v missing: run scripts/install-deps.sh and scripts/install-e2e-deps.sh (make deps does)", missing)
 	}
-	t.Logf("Kubernetes %s, etcd %s, containerd %s", c.k8s.version, c.etcd.version, c.containerd.version)
+	t.Logf("Kubernetes %s, etcd %s, containerd %s", c.k8s.Version, c.etcd.Version, c.containerd.Version)
 	before := machineGlobals()
 	t.Cleanup(func() { requireGlobalsKept(t, before) })
 	for _, mode := range []string{"iptables", "nftables"} {

@@ -37,7 +37,7 @@ func (c *cluster) startKubelet() *nodens.Daemon {
 		"evictionHard": map[string]string{"memory.available": off, "nodefs.available": off, "nodefs.inodesFree": off,
 			"imagefs.available": off, "imagefs.inodesFree": off},
 		"imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99, "serializeImagePulls": false,
-	}))
+	}), 0o600)
 	return c.Start("kubelet", "--config", kubeletConf, "--kubeconfig", adminConf, "--hostname-override", nodeName,
 		"--node-ip", nodeAddr, "--root-dir", "/var/lib/kubelet")
 }
@@ -56,7 +56,7 @@ func (c *cluster) startKubeProxy(mode string) {
 		"conntrack": map[string]any{"maxPerCore": &zero, "min": &zero, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
 		"iptables":  map[string]any{"minSyncPeriod": "1s", "syncPeriod": "30s"},
 		"nftables":  map[string]any{"minSyncPeriod": "1s", "syncPeriod": "30s"},
-	}))
+	}), 0o600)
 	c.kubeProxy = c.Start("kube-proxy", "--config", kubeProxyConf)
 	c.await(c.kubeProxy, "kube-proxy synced", "curl", "-fsS", "http://127.0.0.1:10256/healthz")
 }
@@ -91,7 +91,7 @@ func (c *cluster) importImages(containerd *nodens.Daemon) {
 	if err != nil {
 		c.T.Fatal(err)
 	}
-	c.WriteFile("/run/images.tar", archive)
+	c.WriteFile("/run/images.tar", archive, 0o600)
 	out, err := c.Run(2*time.Minute, "ctr", "--address", containerdSock, "-n", "k8s.io", "images", "import", "/run/images.tar")
 	if err != nil {
 		c.T.Fatalf("importing images: %v\ncontainerd said:\n%s", err, containerd.Tail(30))

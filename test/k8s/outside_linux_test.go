@@ -30,7 +30,7 @@ func (c *cluster) startOutside() {
 	c.WriteFile(script, []byte(`#!/bin/sh
 addr=${REMOTE_ADDR#[::ffff:}
 printf 'Content-Type: text/plain\r\n\r\n%s\n' "${addr%]}"
-`))
+`), 0o600)
 	if err := os.Chmod(c.Path(script), 0o755); err != nil {
 		c.T.Fatal(err)
 	}

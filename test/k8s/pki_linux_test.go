@@ -62,9 +62,9 @@ func (c *cluster) writePKI() {
 		files[name+".crt"], files[name+".key"] = pair.cert, pair.key
 	}
 	for name, data := range files {
-		c.WriteFile(pkiDir+"/"+name, data)
+		c.WriteFile(pkiDir+"/"+name, data, 0o600)
 	}
-	c.WriteFile(adminConf, kubeconfig(files["ca.crt"], files["admin.crt"], files["admin.key"]))
+	c.WriteFile(adminConf, kubeconfig(files["ca.crt"], files["admin.crt"], files["admin.key"]), 0o600)
 }
 
 // certTemplate is a certificate valid for a day, for the test's cluster.

@@ -72,7 +72,7 @@ func (c *cluster) deploy() *workload {
 		service("same", "client", "NodePort", map[string]any{"port": 80, "targetPort": 80, "nodePort": samePort}),
 	}
 	w := &workload{podIPs: map[string]string{}, applied: "/etc/kubernetes/workload.json"}
-	c.WriteFile(w.applied, mustJSON(c.T, map[string]any{"apiVersion": "v1", "kind": "List", "items": items}))
+	c.WriteFile(w.applied, mustJSON(c.T, map[string]any{"apiVersion": "v1", "kind": "List", "items": items}), 0o600)
 	c.Must("kubectl", "apply", "-f", w.applied)
 	pods := append([]string{"client"}, webPods...)
 	args := []string{"wait", "--for=condition=Ready", "--timeout=180s"}

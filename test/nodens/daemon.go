@@ -3,6 +3,7 @@ package nodens
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,7 +21,8 @@ type Daemon struct {
 }
 
 // Start runs a long-lived program inside the node, bounded to 20 minutes,
-// and stops it, by its PID, when the test ends.
+// and stops it, by its PID, when the node's test ends (before the node's
+// teardown).
 func (n *Node) Start(name string, args ...string) *Daemon {
 	n.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -37,7 +39,7 @@ func (n *Node) Start(name string, args ...string) *Daemon {
 		cancel()
 		close(d.done)
 	}()
-	n.T.Cleanup(d.Stop)
+	n.owner.Cleanup(d.Stop)
 	return d
 }
 
@@ -67,6 +69,15 @@ func (d *Daemon) Wait(timeout time.Duration) bool {
 	case <-time.After(timeout):
 		return false
 	}
+}
+
+// Signal sends sig to the program, by its PID (SIGKILL stands in for a
+// crash); Wait tells when it has exited.
+func (d *Daemon) Signal(sig syscall.Signal) error {
+	if d.Exited() {
+		return fmt.Errorf("%s already exited: %v", d.Name, d.err)
+	}
+	return syscall.Kill(d.pid, sig)
 }
 
 // Stop ends the program by its PID: SIGTERM, then SIGKILL after 15 s.

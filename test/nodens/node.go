@@ -28,19 +28,29 @@ const holderLifetime = 30 * time.Minute
 
 // Node is a machine of a test's own.
 type Node struct {
-	T      testing.TB
-	holder *exec.Cmd
-	pid    int
-	netns  uint64   // inode of its network namespace
-	env    []string // of every command run in it
+	// T is the test that sees the node's failures (On gives a subtest's
+	// view).
+	T testing.TB
+	*machine
 	// CgroupRoot is a cgroup path (the same in every hierarchy) whose
 	// processes belong to the node and which teardown removes.
 	CgroupRoot string
 }
 
+// machine is what every view of a node shares.
+type machine struct {
+	owner   testing.TB // the test the node lives as long as
+	holder  *exec.Cmd
+	pid     int
+	netns   uint64   // inode of its network namespace
+	env     []string // of every command run in it
+	cgroups []string // CgroupRoot and those of AddCgroup
+}
+
 // New starts a node whose holder runs script (sh -e) in fresh network and
 // mount namespaces (private propagation) before it sleeps; commands run
-// in it with env. It is torn down when the test ends.
+// in it with env. It is torn down when the test ends. cgroupRoot may be
+// empty (then only AddCgroup's cgroups are the node's).
 func New(t testing.TB, script string, env []string, cgroupRoot string) *Node {
 	t.Helper()
 	full := script + fmt.Sprintf("echo ready\nexec sleep %d\n", int(holderLifetime.Seconds()))
@@ -54,16 +64,36 @@ func New(t testing.TB, script string, env []string, cgroupRoot string) *Node {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the node: %v", err)
 	}
-	n := &Node{T: t, holder: cmd, pid: cmd.Process.Pid, env: env, CgroupRoot: cgroupRoot}
+	m := &machine{owner: t, holder: cmd, pid: cmd.Process.Pid, env: env}
+	n := &Node{T: t, machine: m, CgroupRoot: cgroupRoot}
+	if cgroupRoot != "" {
+		m.cgroups = []string{cgroupRoot}
+	}
 	t.Cleanup(n.teardown)
 	line, _ := bufio.NewReader(stdout).ReadString('\n') // EOF when the script failed: stderr says why
 	if strings.TrimSpace(line) != "ready" {
 		t.Fatalf("the node did not come up (%q):\n%s", line, stderr.String())
 	}
-	if n.netns, err = netnsInode(n.pid); err != nil {
+	if m.netns, err = netnsInode(m.pid); err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// On returns the node as subtest t sees it: failures are t's; the node,
+// its daemons and its cgroups stay the test's that made it.
+func (n *Node) On(t testing.TB) *Node {
+	view := *n
+	view.T = t
+	return &view
+}
+
+// AddCgroup makes cgroup (a path, the same in every hierarchy) the node's
+// too: its processes are killed and it is removed, with all below it,
+// when the node is torn down. It returns cgroup.
+func (n *Node) AddCgroup(cgroup string) string {
+	n.cgroups = append(n.cgroups, cgroup)
+	return cgroup
 }
 
 func netnsInode(pid int) (uint64, error) {
@@ -74,16 +104,26 @@ func netnsInode(pid int) (uint64, error) {
 	return st.Ino, nil
 }
 
+// PrependPath puts dir first on the PATH of the commands run in the node
+// from now on (programs built for the test win over the distribution's).
+func (n *Node) PrependPath(dir string) {
+	for i, kv := range n.env {
+		if rest, ok := strings.CutPrefix(kv, "PATH="); ok {
+			n.env[i] = "PATH=" + dir + ":" + rest
+		}
+	}
+}
+
 // Path names a file of the node's mount namespace, seen from the test.
 func (n *Node) Path(p string) string { return fmt.Sprintf("/proc/%d/root%s", n.pid, p) }
 
-// WriteFile writes a file (mode 0600) on the node, creating its directory.
-func (n *Node) WriteFile(p string, data []byte) {
+// WriteFile writes a file with mode on the node, creating its directory.
+func (n *Node) WriteFile(p string, data []byte, mode os.FileMode) {
 	n.T.Helper()
 	if err := os.MkdirAll(filepath.Dir(n.Path(p)), 0o755); err != nil {
 		n.T.Fatal(err)
 	}
-	if err := os.WriteFile(n.Path(p), data, 0o600); err != nil {
+	if err := os.WriteFile(n.Path(p), data, mode); err != nil {
 		n.T.Fatal(err)
 	}
 }

@@ -58,6 +58,18 @@ func testPodmanNetwork(t *testing.T, s debroot.Suite) {
 	cniPath := root.Path("usr/lib/cni")
 	data := readFile(t, podmanConflist)
 
+	podmanCases(t, cniPath, data)
+	// The same after ours, as the reference's current release builds them
+	// (its firewall, bandwidth and sbr found first).
+	t.Run("reference_v1.9.1", func(t *testing.T) {
+		podmanCases(t, sandbox.ReferencePlugins(t, "meta/firewall meta/bandwidth meta/sbr")+":"+cniPath, data)
+	})
+}
+
+// podmanCases runs podman's network (conflist data) on the plugins of
+// cniPath: as shipped, with bandwidth chained, with sbr chained, with
+// firewalld running.
+func podmanCases(t *testing.T, cniPath string, data []byte) {
 	t.Run("as_shipped", func(t *testing.T) {
 		p := newPodmanPod(t, cniPath, data, nil)
 		p.add()
@@ -67,20 +79,6 @@ func testPodmanNetwork(t *testing.T, s debroot.Suite) {
 	t.Run("bandwidth_chained", func(t *testing.T) { testBandwidth(t, cniPath, data) })
 	t.Run("sbr_chained", func(t *testing.T) { testSBR(t, cniPath, data) })
 	t.Run("firewalld", func(t *testing.T) { testFirewalld(t, cniPath, data) })
-	// The same three after ours, as the reference's current release
-	// builds them (its firewall, bandwidth and sbr found first).
-	t.Run("reference_v1.9.1", func(t *testing.T) {
-		path := sandbox.ReferencePlugins(t, "meta/firewall meta/bandwidth meta/sbr") + ":" + cniPath
-		t.Run("as_shipped", func(t *testing.T) {
-			p := newPodmanPod(t, path, data, nil)
-			p.add()
-			p.check()
-			p.del()
-		})
-		t.Run("bandwidth_chained", func(t *testing.T) { testBandwidth(t, path, data) })
-		t.Run("sbr_chained", func(t *testing.T) { testSBR(t, path, data) })
-		t.Run("firewalld", func(t *testing.T) { testFirewalld(t, path, data) })
-	})
 }
 
 // testSBR chains the reference's sbr: its rule sends the pod's traffic to
@@ -239,25 +237,7 @@ func (p *podmanPod) del() {
 // pod, until the test ends.
 func (p *podmanPod) serve() {
 	p.t.Helper()
-	var l net.Listener
-	if err := p.ctr.Do(func() error {
-		var err error
-		l, err = net.Listen("tcp", ":80")
-		return err
-	}); err != nil {
-		p.t.Fatalf("listening in the pod: %v", err)
-	}
-	p.t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprint(c, p.rc.ContainerID)
-			c.Close()
-		}
-	}()
+	sandbox.Serve(p.t, p.ctr, "tcp", ":80", func(net.Conn) string { return p.rc.ContainerID })
 }
 
 // fetch reads what answers at addr until the server closes, or the error,

@@ -73,7 +73,7 @@ func (n *node) addPort(id string, hostPort int) *pod {
 	p.addr = res.IPs[0].Address.IP
 	// A second DEL is success: the test's own DEL comes first.
 	t.Cleanup(func() { _ = n.rt.DelNetworkList(context.Background(), n.list, p.rc) })
-	serve(t, p.ns, 80, func(net.Conn) string { return id })
+	sandbox.Serve(t, p.ns, "tcp4", ":80", func(net.Conn) string { return id })
 	return p
 }
 
@@ -90,32 +90,6 @@ func (n *node) wantConnected(p *pod, when string) {
 	if got, err := ask(p.ns, n.peer.peerIP, 9000); err != nil || got != n.peer.nodeIP.String() {
 		t.Errorf("%s: the server outside saw the pod come from %q, %v; want the node's %s (masquerade)", when, got, err, n.peer.nodeIP)
 	}
-}
-
-// serve answers every TCP connection to port in netns with answer(conn);
-// it stops with the test.
-func serve(t *testing.T, n *ns.NetNS, port int, answer func(net.Conn) string) {
-	t.Helper()
-	var l net.Listener
-	err := n.Do(func() error {
-		var err error
-		l, err = net.Listen("tcp4", fmt.Sprintf(":%d", port))
-		return err
-	})
-	if err != nil {
-		t.Fatalf("listening on %d: %v", port, err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte(answer(c)))
-			c.Close()
-		}
-	}()
 }
 
 // ask connects from namespace from to ip:port and returns the answer.
@@ -176,7 +150,7 @@ func newPeer(t *testing.T, nodeIf string, x int) *peer {
 	if err := p.ns.Do(func() error { return setup(nodeIf+"p", p.peerIP, p.nodeIP) }); err != nil {
 		t.Fatalf("peer end of %s: %v", nodeIf, err)
 	}
-	serve(t, p.ns, 9000, func(c net.Conn) string {
+	sandbox.Serve(t, p.ns, "tcp4", ":9000", func(c net.Conn) string {
 		host, _, _ := strings.Cut(c.RemoteAddr().String(), ":")
 		return host
 	})

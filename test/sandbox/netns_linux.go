@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -126,4 +128,25 @@ func VethPairNS(t *testing.T) func(t *testing.T, fn func(l, other netlink.Link))
 			t.Fatal(err)
 		}
 	}
+}
+
+// Serve answers every connection to address (of network, as net.Listen
+// takes them) inside n with answer(conn), until the test ends.
+func Serve(t testing.TB, n *ns.NetNS, network, address string, answer func(net.Conn) string) {
+	t.Helper()
+	var l net.Listener
+	if err := n.Do(func() (err error) { l, err = net.Listen(network, address); return err }); err != nil {
+		t.Fatalf("listening on %s %s in %s: %v", network, address, n.Path(), err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return // closed at the end of the test
+			}
+			_, _ = io.WriteString(c, answer(c)) // the client reports a short answer
+			c.Close()
+		}
+	}()
 }

@@ -111,6 +111,17 @@ func goBuild(root, dir string, extra []string, pkgs ...string) error {
 	return nil
 }
 
+// ModuleRoot is the directory of the module's go.mod (the checkout the
+// test runs in).
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
 func moduleRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {

@@ -34,33 +34,53 @@ func loUp(t *testing.T, n *ns.NetNS) bool {
 	return up
 }
 
+// loNet is the loopback network at one cniVersion, a fresh netns and the
+// runtime that attaches it as one container.
+type loNet struct {
+	ns   *ns.NetNS
+	rt   *libcni.CNIConfig
+	list *libcni.NetworkConfigList
+	conf *libcni.RuntimeConf
+}
+
+func newLoNet(t *testing.T, v, containerID string) *loNet {
+	t.Helper()
+	sandbox.Require(t)
+	n := sandbox.NewNS(t)
+	return &loNet{ns: n, rt: sandbox.Runtime(t),
+		list: sandbox.ConfList(t, fmt.Sprintf(`{"cniVersion":%q,"name":"lonet","plugins":[{"type":"loopback"}]}`, v)),
+		conf: &libcni.RuntimeConf{ContainerID: containerID, NetNS: n.Path(), IfName: "lo"}}
+}
+
+// add runs ADD, failing the test if it fails.
+func (l *loNet) add(t *testing.T) cnitypes.Result {
+	t.Helper()
+	res, err := l.rt.AddNetworkList(context.Background(), l.list, l.conf)
+	if err != nil {
+		t.Fatalf("ADD: %v", err)
+	}
+	return res
+}
+
 func TestLoopbackThroughLibcni(t *testing.T) {
 	sandbox.Require(t)
 	for _, v := range version.All {
 		t.Run(v, func(t *testing.T) {
-			n := sandbox.NewNS(t)
-			rt := sandbox.Runtime(t)
-			list := sandbox.ConfList(t, fmt.Sprintf(
-				`{"cniVersion":%q,"name":"lonet","plugins":[{"type":"loopback"}]}`, v))
-			conf := &libcni.RuntimeConf{ContainerID: "lo-" + strings.ReplaceAll(v, ".", ""), NetNS: n.Path(), IfName: "lo"}
+			l := newLoNet(t, v, "lo-"+strings.ReplaceAll(v, ".", ""))
 			ctx := context.Background()
-
-			res, err := rt.AddNetworkList(ctx, list, conf)
-			if err != nil {
-				t.Fatalf("ADD: %v", err)
-			}
-			if !loUp(t, n) {
+			res := l.add(t)
+			if !loUp(t, l.ns) {
 				t.Fatal("after ADD, lo is down")
 			}
 			checkLoResult(t, v, res)
-			checkVerbs(t, rt, list, conf)
-			if err := rt.DelNetworkList(ctx, list, conf); err != nil {
+			checkVerbs(t, l)
+			if err := l.rt.DelNetworkList(ctx, l.list, l.conf); err != nil {
 				t.Fatalf("DEL: %v", err)
 			}
-			if loUp(t, n) {
+			if loUp(t, l.ns) {
 				t.Fatal("after DEL, lo is up")
 			}
-			if err := rt.DelNetworkList(ctx, list, conf); err != nil {
+			if err := l.rt.DelNetworkList(ctx, l.list, l.conf); err != nil {
 				t.Fatalf("second DEL: %v", err)
 			}
 		})
@@ -82,8 +102,9 @@ func checkLoResult(t *testing.T, v string, res cnitypes.Result) {
 	}
 }
 
-func checkVerbs(t *testing.T, rt *libcni.CNIConfig, list *libcni.NetworkConfigList, conf *libcni.RuntimeConf) {
+func checkVerbs(t *testing.T, l *loNet) {
 	t.Helper()
+	rt, list, conf := l.rt, l.list, l.conf
 	ctx, v := context.Background(), list.CNIVersion
 	if version.AtLeast(v, version.MinCheck) {
 		if err := rt.CheckNetworkList(ctx, list, conf); err != nil {
@@ -102,37 +123,24 @@ func checkVerbs(t *testing.T, rt *libcni.CNIConfig, list *libcni.NetworkConfigLi
 }
 
 func TestLoopbackDelWithoutNetns(t *testing.T) {
-	sandbox.Require(t)
-	n := sandbox.NewNS(t)
-	rt := sandbox.Runtime(t)
-	list := sandbox.ConfList(t, `{"cniVersion":"1.1.0","name":"lonet","plugins":[{"type":"loopback"}]}`)
-	conf := &libcni.RuntimeConf{ContainerID: "gone", NetNS: n.Path(), IfName: "lo"}
-	ctx := context.Background()
-	if _, err := rt.AddNetworkList(ctx, list, conf); err != nil {
-		t.Fatalf("ADD: %v", err)
-	}
-	if err := sandbox.RemoveNS(n.Path()); err != nil {
+	l := newLoNet(t, "1.1.0", "gone")
+	l.add(t)
+	if err := sandbox.RemoveNS(l.ns.Path()); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.DelNetworkList(ctx, list, conf); err != nil {
+	ctx := context.Background()
+	if err := l.rt.DelNetworkList(ctx, l.list, l.conf); err != nil {
 		t.Fatalf("DEL after the netns is gone: %v", err)
 	}
-	if err := rt.CheckNetworkList(ctx, list, conf); err == nil {
+	if err := l.rt.CheckNetworkList(ctx, l.list, l.conf); err == nil {
 		t.Fatal("CHECK after the netns is gone succeeded; want an error")
 	}
 }
 
 func TestLoopbackCheckFailsWhenDown(t *testing.T) {
-	sandbox.Require(t)
-	n := sandbox.NewNS(t)
-	rt := sandbox.Runtime(t)
-	list := sandbox.ConfList(t, `{"cniVersion":"1.0.0","name":"lonet","plugins":[{"type":"loopback"}]}`)
-	conf := &libcni.RuntimeConf{ContainerID: "down", NetNS: n.Path(), IfName: "lo"}
-	ctx := context.Background()
-	if _, err := rt.AddNetworkList(ctx, list, conf); err != nil {
-		t.Fatalf("ADD: %v", err)
-	}
-	err := n.Do(func() error {
+	l := newLoNet(t, "1.0.0", "down")
+	l.add(t)
+	err := l.ns.Do(func() error {
 		lo, err := netlink.LinkByName("lo")
 		if err != nil {
 			return err
@@ -142,7 +150,7 @@ func TestLoopbackCheckFailsWhenDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.CheckNetworkList(ctx, list, conf); err == nil || !strings.Contains(err.Error(), "down") {
+	if err := l.rt.CheckNetworkList(context.Background(), l.list, l.conf); err == nil || !strings.Contains(err.Error(), "down") {
 		t.Fatalf("CHECK with lo down = %v, want an error saying it is down", err)
 	}
 }

@@ -43,12 +43,18 @@ func TestMTUBelowIPv6Minimum(t *testing.T) {
 	}
 }
 
-func addrAdd(cidr string) error {
+// testAddr is the test interface and cidr as an address of it.
+func testAddr(cidr string) (netlink.Link, *netlink.Addr, error) {
 	l, err := netlink.LinkByName(testIfName)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	a, err := netlink.ParseAddr(cidr)
+	return l, a, err
+}
+
+func addrAdd(cidr string) error {
+	l, a, err := testAddr(cidr)
 	if err != nil {
 		return err
 	}
@@ -57,11 +63,7 @@ func addrAdd(cidr string) error {
 }
 
 func addrDel(cidr string) error {
-	l, err := netlink.LinkByName(testIfName)
-	if err != nil {
-		return err
-	}
-	a, err := netlink.ParseAddr(cidr)
+	l, a, err := testAddr(cidr)
 	if err != nil {
 		return err
 	}

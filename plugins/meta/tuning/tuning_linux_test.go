@@ -24,24 +24,52 @@ func versionID(prefix, v string) string {
 	return prefix + "-" + strings.ReplaceAll(v, ".", "-")
 }
 
+// vethTuning is tuning chained after a hand-made veth at one cniVersion:
+// the container and its state before, the prevResult key a configuration
+// carries, the attachment and the runtime.
+type vethTuning struct {
+	c           container
+	before      linkops.Attrs
+	beforeValue string
+	prev        string // ,"prevResult":{…}, to close a configuration with
+	rt          *libcni.RuntimeConf
+	cni         *libcni.CNIConfig
+}
+
+// newVethTuning makes the container (host end hostName) and the
+// attachment of container ID id.
+func newVethTuning(t *testing.T, v, hostName, id string) *vethTuning {
+	t.Helper()
+	c := newVethContainer(t, hostName)
+	vt := &vethTuning{c: c, cni: sandbox.Runtime(t),
+		rt: &libcni.RuntimeConf{ContainerID: id, NetNS: c.netns.Path(), IfName: testIfName}}
+	vt.before, vt.beforeValue = c.snapshot()
+	vt.prev = `,"prevResult":` + prevResultJSON(v, c.netns.Path(), vt.before.MAC)
+	return vt
+}
+
+// add runs ADD of conf, failing the test if it fails.
+func (vt *vethTuning) add(t *testing.T, conf *libcni.PluginConfig) cnitypes.Result {
+	t.Helper()
+	res, err := vt.cni.AddNetwork(ctx, conf, vt.rt)
+	if err != nil {
+		t.Fatalf("ADD: %v", err)
+	}
+	return res
+}
+
 // TestAfterVeth chains tuning after a hand-made veth, its prevResult in
 // the configuration, through libcni: ADD, CHECK, drift, DEL.
 func TestAfterVeth(t *testing.T) {
 	sandbox.Require(t)
 	for i, v := range testVersions {
 		t.Run(v, func(t *testing.T) {
-			c := newVethContainer(t, fmt.Sprintf("tuh%d", i))
-			before, beforeValue := c.snapshot()
+			vt := newVethTuning(t, v, fmt.Sprintf("tuh%d", i), versionID("veth", v))
+			c, rt, cni := vt.c, vt.rt, vt.cni
+			rt.CapabilityArgs = map[string]any{"mac": testMAC}
 			dataDir := filepath.Join(t.TempDir(), "tuning")
-			conf := pluginConf(t, tuningConf(v, dataDir, `,"prevResult":`+prevResultJSON(v, c.netns.Path(), before.MAC)))
-			rt := &libcni.RuntimeConf{ContainerID: versionID("veth", v), NetNS: c.netns.Path(), IfName: testIfName,
-				CapabilityArgs: map[string]any{"mac": testMAC}}
-			cni := sandbox.Runtime(t)
-
-			res, err := cni.AddNetwork(ctx, conf, rt)
-			if err != nil {
-				t.Fatalf("ADD: %v", err)
-			}
+			conf := pluginConf(t, tuningConf(v, dataDir, vt.prev))
+			res := vt.add(t, conf)
 			wantResultMAC(t, res, v)
 			wantTuned(t, c)
 			wantStateFile(t, dataDir, rt.ContainerID)
@@ -51,7 +79,7 @@ func TestAfterVeth(t *testing.T) {
 			if err := cni.DelNetwork(ctx, conf, rt); err != nil {
 				t.Fatalf("DEL: %v", err)
 			}
-			wantRestored(t, c, before, beforeValue)
+			wantRestored(t, c, vt.before, vt.beforeValue)
 			wantNoStateFile(t, dataDir, rt.ContainerID)
 			if err := cni.DelNetwork(ctx, conf, rt); err != nil {
 				t.Errorf("second DEL: %v, want success", err)
@@ -115,23 +143,18 @@ func TestDelNetnsGone(t *testing.T) {
 	sandbox.Require(t)
 	for i, v := range testVersions {
 		t.Run(v, func(t *testing.T) {
-			c := newVethContainer(t, fmt.Sprintf("tug%d", i))
-			before, _ := c.snapshot()
+			vt := newVethTuning(t, v, fmt.Sprintf("tug%d", i), versionID("gone", v))
 			dataDir := t.TempDir()
-			conf := pluginConf(t, tuningConf(v, dataDir, `,"prevResult":`+prevResultJSON(v, c.netns.Path(), before.MAC)))
-			rt := &libcni.RuntimeConf{ContainerID: versionID("gone", v), NetNS: c.netns.Path(), IfName: testIfName}
-			cni := sandbox.Runtime(t)
-			if _, err := cni.AddNetwork(ctx, conf, rt); err != nil {
-				t.Fatalf("ADD: %v", err)
-			}
-			wantStateFile(t, dataDir, rt.ContainerID)
-			if err := sandbox.RemoveNS(c.netns.Path()); err != nil {
+			conf := pluginConf(t, tuningConf(v, dataDir, vt.prev))
+			vt.add(t, conf)
+			wantStateFile(t, dataDir, vt.rt.ContainerID)
+			if err := sandbox.RemoveNS(vt.c.netns.Path()); err != nil {
 				t.Fatalf("removing the container namespace: %v", err)
 			}
-			if err := cni.DelNetwork(ctx, conf, rt); err != nil {
+			if err := vt.cni.DelNetwork(ctx, conf, vt.rt); err != nil {
 				t.Fatalf("DEL with the netns gone: %v, want success", err)
 			}
-			wantNoStateFile(t, dataDir, rt.ContainerID)
+			wantNoStateFile(t, dataDir, vt.rt.ContainerID)
 		})
 	}
 }
@@ -149,9 +172,8 @@ func TestAddErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(DefaultAllowListPath) })
-	c := newVethContainer(t, "tue0")
-	before, beforeValue := c.snapshot()
-	prev := `,"prevResult":` + prevResultJSON(v, c.netns.Path(), before.MAC)
+	vt := newVethTuning(t, v, "tue0", "err")
+	prev := vt.prev
 	tests := []struct {
 		name, extra, wantText string
 	}{
@@ -164,14 +186,13 @@ func TestAddErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dataDir := t.TempDir()
 			conf := pluginConf(t, tuningConf(v, dataDir, tc.extra))
-			rt := &libcni.RuntimeConf{ContainerID: "err", NetNS: c.netns.Path(), IfName: testIfName}
-			_, err := sandbox.Runtime(t).AddNetwork(ctx, conf, rt)
+			_, err := vt.cni.AddNetwork(ctx, conf, vt.rt)
 			var ce *cnitypes.Error
 			if !errors.As(err, &ce) || ce.Code != 7 || !strings.Contains(ce.Msg, tc.wantText) {
 				t.Fatalf("ADD = %v, want code 7 containing %q", err, tc.wantText)
 			}
-			wantRestored(t, c, before, beforeValue)
-			wantNoStateFile(t, dataDir, rt.ContainerID)
+			wantRestored(t, vt.c, vt.before, vt.beforeValue)
+			wantNoStateFile(t, dataDir, vt.rt.ContainerID)
 		})
 	}
 }
@@ -181,13 +202,10 @@ func TestAddErrors(t *testing.T) {
 func TestGCAndStatus(t *testing.T) {
 	sandbox.Require(t)
 	const v = "1.1.0"
-	c := newVethContainer(t, "tuc0")
-	before, _ := c.snapshot()
+	vt := newVethTuning(t, v, "tuc0", "live")
+	rt, cni := vt.rt, vt.cni
 	dataDir := t.TempDir()
-	plugin := tuningConf(v, dataDir, `,"prevResult":`+prevResultJSON(v, c.netns.Path(), before.MAC))
-	list := sandbox.ConfList(t, `{"cniVersion":"1.1.0","name":"tunenet","plugins":[`+plugin+`]}`)
-	rt := &libcni.RuntimeConf{ContainerID: "live", NetNS: c.netns.Path(), IfName: testIfName}
-	cni := sandbox.Runtime(t)
+	list := sandbox.ConfList(t, `{"cniVersion":"1.1.0","name":"tunenet","plugins":[`+tuningConf(v, dataDir, vt.prev)+`]}`)
 	if _, err := cni.AddNetworkList(ctx, list, rt); err != nil {
 		t.Fatalf("ADD: %v", err)
 	}
@@ -311,27 +329,19 @@ func TestPassThrough(t *testing.T) {
 	sandbox.Require(t)
 	for i, v := range testVersions {
 		t.Run(v, func(t *testing.T) {
-			c := newVethContainer(t, fmt.Sprintf("tup%d", i))
-			before, beforeValue := c.snapshot()
+			vt := newVethTuning(t, v, fmt.Sprintf("tup%d", i), versionID("pass", v))
 			dataDir := t.TempDir()
-			conf := pluginConf(t, fmt.Sprintf(`{"cniVersion":%q,"name":"tunenet","type":"tuning","dataDir":%q,"prevResult":%s}`,
-				v, dataDir, prevResultJSON(v, c.netns.Path(), before.MAC)))
-			rt := &libcni.RuntimeConf{ContainerID: versionID("pass", v), NetNS: c.netns.Path(), IfName: testIfName}
-			cni := sandbox.Runtime(t)
-			res, err := cni.AddNetwork(ctx, conf, rt)
-			if err != nil {
-				t.Fatalf("ADD: %v", err)
-			}
-			r, err := types100.NewResultFromResult(res)
-			if err != nil || len(r.Interfaces) != 1 || r.Interfaces[0].Mac != before.MAC.String() || len(r.IPs) != 1 ||
+			conf := pluginConf(t, fmt.Sprintf(`{"cniVersion":%q,"name":"tunenet","type":"tuning","dataDir":%q%s}`, v, dataDir, vt.prev))
+			r, err := types100.NewResultFromResult(vt.add(t, conf))
+			if err != nil || len(r.Interfaces) != 1 || r.Interfaces[0].Mac != vt.before.MAC.String() || len(r.IPs) != 1 ||
 				r.IPs[0].Address.String() != "10.99.0.2/24" {
 				t.Errorf("ADD result = %+v, %v; want the prevResult unchanged", r, err)
 			}
 			if got := listDir(t, dataDir); len(got) != 0 {
 				t.Errorf("state files after a no-op ADD: %v, want none", got)
 			}
-			wantRestored(t, c, before, beforeValue)
-			if err := cni.DelNetwork(ctx, conf, rt); err != nil {
+			wantRestored(t, vt.c, vt.before, vt.beforeValue)
+			if err := vt.cni.DelNetwork(ctx, conf, vt.rt); err != nil {
 				t.Errorf("DEL: %v", err)
 			}
 		})

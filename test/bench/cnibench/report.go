@@ -3,8 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 
 	"cnisuite/test/bench/crirow"
@@ -45,12 +46,7 @@ func (rep *report) measurements(b *strings.Builder) {
 	for backend, n := range rep.ParallelErrors {
 		fmt.Fprintf(b, "| %d parallel ADDs then DELs, %s | %d errors |\n", rep.Parallel, backend, n)
 	}
-	keys := make([]string, 0, len(rep.HostLocal))
-	for k := range rep.HostLocal {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(rep.HostLocal)) {
 		s := rep.HostLocal[k]
 		fmt.Fprintf(b, "| host-local ADD+DEL, %s existing leases | median %.2f ms, p95 %.2f ms |\n", k, s.Median, s.P95)
 	}
@@ -72,22 +68,12 @@ func (rep *report) measurements(b *strings.Builder) {
 		fmt.Fprintf(b, "| host-local on disk: next 20 ADDs ÷ 20 ADDs on an empty directory (medians) | %.2f ms ÷ %.2f ms = %.2f |\n",
 			u.Next.Median, u.Empty.Median, u.Next.Median/u.Empty.Median)
 	}
-	pp := make([]string, 0, len(rep.PerPlugin))
-	for k := range rep.PerPlugin {
-		pp = append(pp, k)
-	}
-	sort.Strings(pp)
-	for _, k := range pp {
+	for _, k := range slices.Sorted(maps.Keys(rep.PerPlugin)) {
 		v := rep.PerPlugin[k]
 		fmt.Fprintf(b, "| %s alone (libcni), median ms | ADD %.1f, CHECK %.1f, DEL %.1f |\n", k, v["ADD"], v["CHECK"], v["DEL"])
 	}
 	crirow.Markdown(b, rep.CRI)
-	plugins := make([]string, 0, len(rep.PeakKB))
-	for p := range rep.PeakKB {
-		plugins = append(plugins, p)
-	}
-	sort.Strings(plugins)
-	for _, p := range plugins {
+	for _, p := range slices.Sorted(maps.Keys(rep.PeakKB)) {
 		fmt.Fprintf(b, "| peak RSS of %s (GNU time, any backend) | %s |\n", p, peakCell(rep.PeakKB[p]))
 	}
 }

@@ -17,18 +17,8 @@ import (
 // no errors, and each plugin's peak memory must be its own — not this
 // process's, which the kernel hands a child Go starts (see meteredExec).
 func TestBenchSmoke(t *testing.T) {
-	sandbox.Require(t)
-	tools := t.TempDir()
-	for pkg, name := range map[string]string{
-		"github.com/containernetworking/cni/cnitool": "cnitool",
-		"cnisuite/test/bench/floor":                  "floor",
-	} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(tools, name), pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-		}
-	}
-	o := &options{bin: sandbox.Bin(t), tools: tools, sizes: []int{20}, backends: []string{"default"},
-		parallel: 4, leases: 200, burstN: 12, burstK: 4, burstAll: 8, busyRules: 100, busyN: 5}
+	o := tinyOptions(t)
+	o.leases = 200
 	rep, err := runAll(o)
 	if err != nil {
 		t.Fatalf("runAll: %v", err)
@@ -76,17 +66,9 @@ func TestBenchSmoke(t *testing.T) {
 // else, and each call's CPU time is there, the chain's above the floor's
 // (the floor only starts its processes).
 func TestBenchSeqOnly(t *testing.T) {
-	sandbox.Require(t)
-	o := &options{bin: sandbox.Bin(t), tools: cnitoolAndFloor(t), sizes: []int{20}, backends: []string{"default"}, seqOnly: true,
-		parallel: 4, burstN: 12, burstK: 4, burstAll: 8, busyRules: 100, busyN: 5}
-	rep, err := runAll(o)
-	if err != nil {
-		t.Fatalf("runAll: %v", err)
-	}
-	if len(rep.Scenarios) != 2 || len(rep.Bursts)+len(rep.Busy)+len(rep.Status)+len(rep.HostLocal) != 0 {
-		t.Fatalf("-seq-only measured %d scenarios (want 2), %d bursts, %d busy rows, %d STATUS rows, %d host-local rows (want none)",
-			len(rep.Scenarios), len(rep.Bursts), len(rep.Busy), len(rep.Status), len(rep.HostLocal))
-	}
+	o := tinyOptions(t)
+	o.seqOnly = true
+	rep := runOnly(t, "-seq-only", o, "scenarios", 2)
 	floor, ours := rep.Scenarios[0].CPU, rep.Scenarios[1].CPU
 	for _, v := range verbs {
 		if floor[v].N != 20 || floor[v].Median <= 0 || ours[v].Median <= floor[v].Median {
@@ -95,9 +77,11 @@ func TestBenchSeqOnly(t *testing.T) {
 	}
 }
 
-// cnitoolAndFloor builds cnitool and the floor into a directory of tools.
-func cnitoolAndFloor(t *testing.T) string {
+// tinyOptions are make bench's options at a tiny size, on the default
+// chain, with cnitool and the floor built into a directory of tools.
+func tinyOptions(t *testing.T) *options {
 	t.Helper()
+	sandbox.Require(t)
 	tools := t.TempDir()
 	for pkg, name := range map[string]string{
 		"github.com/containernetworking/cni/cnitool": "cnitool",
@@ -107,24 +91,36 @@ func cnitoolAndFloor(t *testing.T) string {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 		}
 	}
-	return tools
+	return &options{bin: sandbox.Bin(t), tools: tools, sizes: []int{20}, backends: []string{"default"},
+		parallel: 4, burstN: 12, burstK: 4, burstAll: 8, busyRules: 100, busyN: 5}
+}
+
+// runOnly runs the benchmark with o, whose flag limits it to one kind of
+// row, and fails the test unless it measured n rows of that kind and none
+// of any other.
+func runOnly(t *testing.T, flag string, o *options, kind string, n int) *report {
+	t.Helper()
+	rep, err := runAll(o)
+	if err != nil {
+		t.Fatalf("runAll: %v", err)
+	}
+	rows := map[string]int{"scenarios": len(rep.Scenarios), "bursts": len(rep.Bursts), "busy rows": len(rep.Busy),
+		"STATUS rows": len(rep.Status), "host-local rows": len(rep.HostLocal)}
+	for k, got := range rows {
+		if want := map[bool]int{true: n}[k == kind]; got != want {
+			t.Fatalf("%s measured %d %s, want %d (rows: %v)", flag, got, k, want, rows)
+		}
+	}
+	return rep
 }
 
 // TestBenchBurstsOnly: -bursts-only measures the four bursts (k at a time
 // and all at once, each with ADD alone and ADD then CHECK) and nothing
 // else, without errors, every phase and every DEL call timed on both sides.
 func TestBenchBurstsOnly(t *testing.T) {
-	sandbox.Require(t)
-	o := &options{bin: sandbox.Bin(t), tools: cnitoolAndFloor(t), sizes: []int{20}, backends: []string{"default"}, burstsOnly: true,
-		parallel: 4, burstN: 6, burstK: 3, burstAll: 4, busyRules: 100, busyN: 5}
-	rep, err := runAll(o)
-	if err != nil {
-		t.Fatalf("runAll: %v", err)
-	}
-	if len(rep.Bursts) != 4 || len(rep.Scenarios)+len(rep.Busy)+len(rep.Status)+len(rep.HostLocal) != 0 {
-		t.Fatalf("-bursts-only measured %d bursts (want 4), %d scenarios, %d busy rows, %d STATUS rows, %d host-local rows (want none)",
-			len(rep.Bursts), len(rep.Scenarios), len(rep.Busy), len(rep.Status), len(rep.HostLocal))
-	}
+	o := tinyOptions(t)
+	o.burstsOnly, o.burstN, o.burstK, o.burstAll = true, 6, 3, 4
+	rep := runOnly(t, "-bursts-only", o, "bursts", 4)
 	for _, b := range rep.Bursts {
 		if b.Errors+b.FloorErrors != 0 || b.AddS <= 0 || b.DelS <= 0 || b.FloorAddS <= 0 || b.FloorDelS <= 0 ||
 			b.DelCalls.N != b.N || b.FloorDelCalls.N != b.N || b.DelCalls.Median <= 0 {

@@ -56,7 +56,7 @@ func TestChain(t *testing.T) {
 			gw := net.IPv4(10, byte(96+i), 0, 1)
 			a := c.attach(t, "smoke-a", 8080)
 			b := c.attach(t, "smoke-b", 0)
-			serve(t, a.ns, "smoke-a")
+			sandbox.Serve(t, a.ns, "tcp", ":80", func(net.Conn) string { return "smoke-a" })
 			wantMTU(t, a.ns, 1400)
 			for _, f := range []struct {
 				what string
@@ -168,26 +168,6 @@ func ruleset(t *testing.T) string {
 		all.Write(out)
 	}
 	return all.String()
-}
-
-// serve answers every TCP connection to port 80 inside n with id.
-func serve(t *testing.T, n *ns.NetNS, id string) {
-	t.Helper()
-	var l net.Listener
-	if err := n.Do(func() (err error) { l, err = net.Listen("tcp", ":80"); return err }); err != nil {
-		t.Fatalf("listening in %s: %v", id, err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return // closed at the end of the test
-			}
-			_, _ = io.WriteString(c, id) // the client reports a short answer
-			c.Close()
-		}
-	}()
 }
 
 // fetch connects from namespace from (nil = the test's own, the node) to

@@ -86,11 +86,7 @@ func TestAllocate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFake()
-			for ip, owner := range tt.leased {
-				id, ifname, _ := strings.Cut(owner, "/")
-				f.leases[net.ParseIP(ip).String()] = types.Attachment{ContainerID: id, IfName: ifname}
-			}
+			f := newFake(tt.leased)
 			for set, ip := range tt.last {
 				f.last[set] = ip
 			}
@@ -120,7 +116,7 @@ func TestAllocate(t *testing.T) {
 }
 
 func TestAllocateReleasesOnFailure(t *testing.T) {
-	f := newFake()
+	f := newFake(nil)
 	f.failOn = "2001:db8::2"
 	s := sets(t, [][4]string{{"10.0.0.0/29"}}, [][4]string{{"2001:db8::/64"}})
 	_, err := Allocate(f, s, Request{Attachment: att("c1")})
@@ -133,7 +129,7 @@ func TestAllocateReleasesOnFailure(t *testing.T) {
 }
 
 func TestAllocateSequence(t *testing.T) {
-	f := newFake()
+	f := newFake(nil)
 	s := sets(t, [][4]string{{"10.0.0.0/29"}})
 	var got []string
 	for i := 0; i < 6; i++ {
@@ -170,11 +166,7 @@ func TestRelease(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFake()
-			for ip, owner := range tt.leased {
-				id, ifname, _ := strings.Cut(owner, "/")
-				f.leases[net.ParseIP(ip).String()] = types.Attachment{ContainerID: id, IfName: ifname}
-			}
+			f := newFake(tt.leased)
 			for i := 0; i < 2; i++ { // twice: a second DEL succeeds too
 				if err := Release(f, att("c1")); err != nil {
 					t.Fatalf("Release() #%d = %v", i+1, err)
@@ -193,7 +185,7 @@ func TestRelease(t *testing.T) {
 
 func TestHasFree(t *testing.T) {
 	s := sets(t, [][4]string{{"10.0.0.0/30"}})[0] // leasable: .2 only
-	f := newFake()
+	f := newFake(nil)
 	if ok, err := HasFree(f, s, nil); !ok || err != nil {
 		t.Errorf("HasFree(empty) = %v, %v; want true", ok, err)
 	}
@@ -220,7 +212,7 @@ func (c *countless) Count() (int, error) { c.counted = true; return c.fakeStore.
 // next few are taken.
 func TestHasFreeTriesTheNextAddressFirst(t *testing.T) {
 	s := sets(t, [][4]string{{"10.0.0.0/24"}})[0]
-	f := &countless{fakeStore: newFake()}
+	f := &countless{fakeStore: newFake(nil)}
 	for i := 2; i <= 200; i++ {
 		f.leases[fmt.Sprintf("10.0.0.%d", i)] = att(fmt.Sprint("c", i))
 	}

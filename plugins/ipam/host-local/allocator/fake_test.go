@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sort"
+	"strings"
 
 	"cnisuite/pkg/types"
 )
@@ -15,8 +16,15 @@ type fakeStore struct {
 	failOn string
 }
 
-func newFake() *fakeStore {
-	return &fakeStore{leases: map[string]types.Attachment{}, last: map[int]string{}}
+// newFake is a store holding leased: address → "container/ifname" (or
+// "container" alone, as a legacy lease names it).
+func newFake(leased map[string]string) *fakeStore {
+	f := &fakeStore{leases: map[string]types.Attachment{}, last: map[int]string{}}
+	for ip, owner := range leased {
+		id, ifname, _ := strings.Cut(owner, "/")
+		f.leases[net.ParseIP(ip).String()] = types.Attachment{ContainerID: id, IfName: ifname}
+	}
+	return f
 }
 
 var errInjected = errors.New("injected failure")
