@@ -47,6 +47,9 @@ type machine struct {
 	cgroups []string // CgroupRoot and those of AddCgroup
 }
 
+// upWait bounds a node's set-up script.
+const upWait = 2 * time.Minute
+
 // New starts a node whose holder runs script (sh -e) in fresh network and
 // mount namespaces (private propagation) before it sleeps; commands run
 // in it with env. It is torn down when the test ends. cgroupRoot may be
@@ -70,9 +73,18 @@ func New(t testing.TB, script string, env []string, cgroupRoot string) *Node {
 		m.cgroups = []string{cgroupRoot}
 	}
 	t.Cleanup(n.teardown)
-	line, _ := bufio.NewReader(stdout).ReadString('\n') // EOF when the script failed: stderr says why
-	if strings.TrimSpace(line) != "ready" {
-		t.Fatalf("the node did not come up (%q):\n%s", line, stderr.String())
+	ready := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n') // EOF when the script failed: stderr says why
+		ready <- line
+	}()
+	select {
+	case line := <-ready:
+		if strings.TrimSpace(line) != "ready" {
+			t.Fatalf("the node did not come up (%q):\n%s", line, stderr.String())
+		}
+	case <-time.After(upWait):
+		t.Fatalf("the node's script did not end within %s (teardown ends it)", upWait)
 	}
 	if m.netns, err = netnsInode(m.pid); err != nil {
 		t.Fatal(err)
