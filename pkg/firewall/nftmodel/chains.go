@@ -10,7 +10,6 @@ import (
 	"github.com/google/nftables/expr"
 
 	"cnisuite/pkg/firewall/fwapi"
-	"cnisuite/pkg/firewall/nftmaps"
 	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
 )
@@ -108,14 +107,14 @@ func Build(elem *Elem, parts ...nftrule.Part) Rule {
 	return Rule{Text: r.Text, Elem: elem, Exprs: r.Exprs, Sets: r.Sets}
 }
 
-// Elem is an element of a set or map of our tables (package nftmaps).
-type Elem = nftmaps.Elem
+// Elem is an element of a set or map of our tables (package nftrule).
+type Elem = nftrule.Elem
 
 // Map is a set or map of our tables; Maps are they all, by name.
-type Map = nftmaps.Map
+type Map = nftrule.Map
 
 // Maps are the sets and maps of our tables, by name.
-var Maps = nftmaps.Maps
+var Maps = nftrule.Maps
 
 // Ledger returns the rule of an owner chain that records el, an element of
 // a data map or set that fixed rules of the skeleton act on. Nothing jumps

@@ -16,15 +16,12 @@ import (
 // ProtoNumbers are the IP protocol numbers of the mappings' protocols.
 var ProtoNumbers = map[string]byte{"tcp": 6, "udp": 17, "sctp": 132}
 
-// Registers as nft numbers them: NFT_REG_1 and NFT_REG_2 (16 bytes each)
-// and the 32-bit registers holding the later fields of a concatenation.
+// Registers as nft numbers them: the verdict register, NFT_REG_1 and
+// NFT_REG_2 (16 bytes each).
 const (
 	RegVerdict = 0
 	Reg1       = 1
 	Reg2       = 2
-	Reg32x01   = 9  // NFT_REG32_01
-	Reg32x02   = 10 // NFT_REG32_02
-	Reg32x05   = 13 // NFT_REG32_05
 )
 
 // FamIP returns ip in the length of its family.
@@ -88,16 +85,4 @@ func MatchAddr(v4 bool, off uint32, n *net.IPNet, op expr.CmpOp) []expr.Any {
 // Vmap is "<key loads> vmap @<set>"; loads put the key into Reg1 onwards.
 func Vmap(set string, loads ...expr.Any) []expr.Any {
 	return append(loads, &expr.Lookup{SourceRegister: Reg1, SetName: set, IsDestRegSet: true, DestRegister: RegVerdict})
-}
-
-// Concat joins expression lists; nil when any part is nil (not buildable).
-func Concat(parts ...[]expr.Any) []expr.Any {
-	var out []expr.Any
-	for _, p := range parts {
-		if p == nil {
-			return nil
-		}
-		out = append(out, p...)
-	}
-	return out
 }

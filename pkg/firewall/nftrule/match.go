@@ -207,14 +207,6 @@ func DNATAddr(v4 bool, ip net.IP) Part {
 	}}
 }
 
-// SNATTo is "snat to <ip>": the source address becomes ip.
-func SNATTo(v4 bool, ip net.IP) Part {
-	return part{"snat to " + ip.String(), []expr.Any{
-		&expr.Immediate{Register: Reg1, Data: FamIP(v4, ip)},
-		&expr.NAT{Type: expr.NATTypeSourceNAT, Family: nfproto(v4), RegAddrMin: Reg1},
-	}}
-}
-
 // EtherSaddr matches the frame's source MAC: "ether saddr != <mac>".
 func EtherSaddr(mac net.HardwareAddr, neg bool) Part {
 	op, cmp := neq(neg)
