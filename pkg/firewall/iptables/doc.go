@@ -13,7 +13,7 @@
 //   - nft (nft_linux.go, nftremove_linux.go), for iptables-nft (the binary
 //     resolves to xtables-nft-multi): reads and writes over netlink, one
 //     transaction per family, the rules encoded from their tokens exactly
-//     as iptables-nft 1.8.9 encodes them (package xtnft), so iptables-save,
+//     as iptables-nft 1.8.9 encodes them (natchain.Encode), so iptables-save,
 //     iptables -D and iptables-restore see what iptables-restore would have
 //     written. It falls back to iptables-restore for user conditions, when
 //     table nat or a built-in chain is missing (iptables-restore creates

@@ -10,7 +10,6 @@ import (
 
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
-	"cnisuite/pkg/firewall/iptables/xtnft"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
@@ -20,7 +19,7 @@ import (
 // (the owner's own chains, whose use counts tell Check their jumps are
 // there; the built-in chains only when it must find the jumps), writes
 // over netlink in one transaction per family, encoded as iptables-nft
-// 1.8.9 encodes the same tokens (package xtnft), so iptables-save, -D and
+// 1.8.9 encodes the same tokens (natchain.Encode), so iptables-save, -D and
 // -S see what iptables-restore would have written, and deletes by rule
 // handle. No process starts.
 //
@@ -232,7 +231,7 @@ func writeChain(batch *netfilter.Batch, o fwapi.Owner, f family, c natchain.Chai
 		batch.FlushNew(tab, c.Name) // a concurrent twin may have filled it
 	}
 	for _, r := range c.Rules {
-		x, err := xtnft.Encode(r, f.v4)
+		x, err := natchain.Encode(r, f.v4)
 		if err != nil {
 			return nil, err
 		}
@@ -241,7 +240,7 @@ func writeChain(batch *netfilter.Batch, o fwapi.Owner, f family, c natchain.Chai
 	keep := map[uint64]bool{}
 	var kept []jump
 	for _, j := range natchain.ChainJumps(o, c) {
-		x, err := xtnft.Encode(j.Rule, f.v4)
+		x, err := natchain.Encode(j.Rule, f.v4)
 		if err != nil {
 			return nil, err
 		}
@@ -258,10 +257,10 @@ func writeChain(batch *netfilter.Batch, o fwapi.Owner, f family, c natchain.Chai
 
 // findJump finds a jump that is x (same comment, target and source), not
 // yet taken by another.
-func findJump(rules []netfilter.Rule, x xtnft.Rule, f family, taken map[uint64]bool) (uint64, bool) {
+func findJump(rules []netfilter.Rule, x natchain.Encoded, f family, taken map[uint64]bool) (uint64, bool) {
 	for _, r := range rules {
 		if r.Jump == x.Jump && r.Comment == x.Comment && !taken[r.Handle] &&
-			string(xtnft.DumpedSource(r.Exprs, f.v4)) == string(x.Source) {
+			string(natchain.DumpedSource(r.Exprs, f.v4)) == string(x.Source) {
 			return r.Handle, true
 		}
 	}
