@@ -7,8 +7,8 @@ import (
 
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
+	"cnisuite/pkg/firewall/nftables"
 	"cnisuite/pkg/firewall/nftmodel"
-	"cnisuite/pkg/firewall/reference"
 	"cnisuite/pkg/netfilter"
 )
 
@@ -120,7 +120,7 @@ func (b *Backend) Remove(ctx context.Context, o fwapi.Owner) error {
 				return err
 			}
 			return nftmodel.Remove(conn, o, batch, func(batch *netfilter.Batch) error {
-				return reference.Delete(conn, o, batch)
+				return nftables.DeleteReference(conn, o, batch)
 			})
 		})
 	})

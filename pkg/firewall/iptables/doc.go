@@ -22,13 +22,14 @@
 //     handle (recorded at ADD, jumps_linux.go) and the chains in one netlink
 //     transaction, together with the owner's nftables chains (package
 //     nftmodel: the spoof check, the isolation) and the reference plugins'
-//     rules (package reference).
+//     rules (nftables.DeleteReference).
 //
 // Both writers GC with `iptables-save -t nat` once per family.
 //
 // Spoof checks and the isolation of bridge networks are bridge-family (and
-// inet) rules, which iptables lacks: package bridgechains
-// describe them and NFTChains writes them with nftables; the localnet
+// inet) rules, which iptables lacks: package nftables describes them
+// (nftables.SpoofCheck, nftables.Isolation) and NFTChains writes them with
+// nftables; the localnet
 // guard is nftmodel's. A call shares one netfilter socket among all of
 // these (call, family_linux.go), dialled only when one is needed.
 package iptables

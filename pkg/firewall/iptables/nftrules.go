@@ -1,8 +1,8 @@
 package iptables
 
 import (
-	"cnisuite/pkg/firewall/bridgechains"
 	"cnisuite/pkg/firewall/fwapi"
+	"cnisuite/pkg/firewall/nftables"
 	"cnisuite/pkg/firewall/nftmodel"
 )
 
@@ -14,13 +14,13 @@ func NFTChains(o fwapi.Owner, r fwapi.Rules) ([]nftmodel.Chain, []nftmodel.Skele
 	var chains []nftmodel.Chain
 	var skels []nftmodel.Skeleton
 	if r.SpoofCheck != nil {
-		chains = append(chains, bridgechains.SpoofCheck(o, r.SpoofCheck))
-		skels = append(skels, bridgechains.SpoofSkeleton())
+		chains = append(chains, nftables.SpoofCheck(o, r.SpoofCheck))
+		skels = append(skels, nftables.SpoofSkeleton())
 	}
 	if r.Isolation != nil {
-		if iso := bridgechains.Isolation(o, r.Isolation); len(iso) > 0 {
+		if iso := nftables.Isolation(o, r.Isolation); len(iso) > 0 {
 			chains = append(chains, iso...)
-			skels = append(skels, bridgechains.IsolationSkeletons()...)
+			skels = append(skels, nftables.IsolationSkeletons()...)
 		}
 	}
 	return chains, skels

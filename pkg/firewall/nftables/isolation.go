@@ -1,4 +1,4 @@
-package bridgechains
+package nftables
 
 import (
 	"slices"
