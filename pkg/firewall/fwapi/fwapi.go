@@ -193,7 +193,7 @@ type Backend interface {
 	Usable(ctx context.Context) error
 }
 
-// MappingReader is implemented by the backends (and fwfake.Backend): Mapped returns
+// MappingReader is implemented by the backends (and firewall.Fake): Mapped returns
 // the host ports an owner's rules forward, read from the rules themselves,
 // for a DEL whose runtime passes no portMappings.
 type MappingReader interface {
