@@ -35,29 +35,29 @@ type nft struct{ restore *legacy }
 // restore writer to fall back on.
 var errNoFallback = errors.New("no iptables-restore fallback")
 
-func (n *nft) ensure(ctx context.Context, c *call, o fwapi.Owner, f family, want []natchain.Chain, conds bool) error {
+func (n *nft) ensure(ctx context.Context, c *call, w wanted) error {
 	conn, err := c.socket()
 	if err != nil {
 		return err
 	}
-	st, err := readFamily(conn, o, f)
+	st, err := readFamily(conn, w.o, w.f)
 	if err != nil {
 		return types.Errorf(types.ErrIO, "%w", err)
 	}
-	if st.holds(o, want) {
+	if st.holds(w.o, w.chains) {
 		return nil
 	}
 	var nlErr error
-	if !conds {
-		if nlErr = ensureNL(conn, o, f, want, st); nlErr == nil {
+	if !w.conds {
+		if nlErr = ensureNL(conn, w.o, w.f, w.chains, st); nlErr == nil {
 			return nil
 		}
 	}
 	if n.restore == nil {
 		return types.Errorf(types.ErrIO, "%w (%w)", errNoFallback, nlErr)
 	}
-	forgetJumps(f, o) // iptables-restore does not say which handles it gave
-	if err := n.restore.ensureFamily(ctx, o, f, want, len(st.present) > 0); err != nil {
+	forgetJumps(w.f, w.o) // iptables-restore does not say which handles it gave
+	if err := n.restore.ensureFamily(ctx, w.o, w.f, w.chains, len(st.present) > 0); err != nil {
 		return errors.Join(nlErr, err)
 	}
 	return nil
