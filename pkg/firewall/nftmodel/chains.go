@@ -147,9 +147,9 @@ func (r Rule) Comment() string {
 	return c
 }
 
-// ParseComment extracts the element of a comment we wrote; ok is false
+// parseComment extracts the element of a comment we wrote; ok is false
 // for a comment that is not ours.
-func ParseComment(c string) (digest string, elem *Elem, ok bool) {
+func parseComment(c string) (digest string, elem *Elem, ok bool) {
 	fields := strings.SplitN(c, " ", 3)
 	if len(fields) < 2 || fields[0] != commentTag {
 		return "", nil, false
@@ -297,7 +297,7 @@ func (e Existing) Elems() []Elem {
 	var out []Elem
 	seen := map[Elem]bool{}
 	for _, c := range e.Comments {
-		if _, el, ok := ParseComment(c); ok && el != nil && !seen[*el] {
+		if _, el, ok := parseComment(c); ok && el != nil && !seen[*el] {
 			seen[*el] = true
 			out = append(out, *el)
 		}
