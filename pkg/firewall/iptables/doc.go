@@ -3,7 +3,8 @@
 // OUTPUT behind "-m addrtype --dst-type LOCAL") and CNIS-HM- (appended to
 // POSTROUTING; masquerades packets carrying the mark bit that CNIS-DN- sets,
 // or nothing with an external mark chain). Package natchain describes them:
-// names, rules as argument tokens, jumps, iptables-restore payloads.
+// names, rules as argument tokens, jumps, iptables-restore payloads, and
+// the same rules encoded as iptables-nft encodes them.
 //
 // New picks one writer for the node, once (Backend.w):
 //   - legacy (legacy_linux.go), for iptables-legacy: one
