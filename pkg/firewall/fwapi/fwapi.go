@@ -1,8 +1,8 @@
 // Package fwapi is the vocabulary every firewall layer shares: who owns
 // rules (Owner), what an attachment wants (Rules), the Backend interface
-// and its errors. It sits below the backends so that each of them, and
-// pkg/firewall above them, can use it without importing one another;
-// pkg/firewall re-exports it under its own name.
+// and its errors. It sits below the backends so that they can use it
+// without importing pkg/firewall, which constructs them; pkg/firewall
+// re-exports it under its own names.
 package fwapi
 
 import (

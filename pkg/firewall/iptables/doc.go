@@ -6,7 +6,8 @@
 // names, rules as argument tokens, jumps, iptables-restore payloads, and
 // the same rules encoded as iptables-nft encodes them.
 //
-// New picks one writer for the node, once (Backend.w):
+// The backend picks one writer for the node, once, at its first use
+// (Backend.writer):
 //   - legacy (legacy_linux.go), for iptables-legacy: one
 //     `iptables-restore --noflush --wait` payload per family that has
 //     something to write; reads with `iptables -t nat -S <chain>` of the
