@@ -24,8 +24,8 @@ const (
 	Reg2       = 2
 )
 
-// FamIP returns ip in the length of its family.
-func FamIP(v4 bool, ip net.IP) []byte {
+// famIP returns ip in the length of its family.
+func famIP(v4 bool, ip net.IP) []byte {
 	if v4 {
 		return ip.To4()
 	}
@@ -40,8 +40,8 @@ func AddrLen(v4 bool) uint32 {
 	return 16
 }
 
-// SaddrOff is the network header offset of the source address.
-func SaddrOff(v4 bool) uint32 {
+// saddrOff is the network header offset of the source address.
+func saddrOff(v4 bool) uint32 {
 	if v4 {
 		return 12
 	}
@@ -61,12 +61,12 @@ func LoadNH(off, n uint32, reg uint32) *expr.Payload {
 	return &expr.Payload{DestRegister: reg, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: n}
 }
 
-// MatchAddr matches the address at off against n (an address or prefix):
+// matchAddr matches the address at off against n (an address or prefix):
 // "ip saddr 10.0.0.0/16", "ip daddr != 224.0.0.0/4". A prefix on a byte
 // boundary loads only its bytes; any other is masked. nil when n is /0.
-func MatchAddr(v4 bool, off uint32, n *net.IPNet, op expr.CmpOp) []expr.Any {
+func matchAddr(v4 bool, off uint32, n *net.IPNet, op expr.CmpOp) []expr.Any {
 	ones, bits := n.Mask.Size()
-	ip := FamIP(v4, n.IP.Mask(n.Mask))
+	ip := famIP(v4, n.IP.Mask(n.Mask))
 	if ones == 0 || ip == nil {
 		return nil
 	}
@@ -82,7 +82,7 @@ func MatchAddr(v4 bool, off uint32, n *net.IPNet, op expr.CmpOp) []expr.Any {
 	}
 }
 
-// Vmap is "<key loads> vmap @<set>"; loads put the key into Reg1 onwards.
-func Vmap(set string, loads ...expr.Any) []expr.Any {
+// vmap is "<key loads> vmap @<set>"; loads put the key into Reg1 onwards.
+func vmap(set string, loads ...expr.Any) []expr.Any {
 	return append(loads, &expr.Lookup{SourceRegister: Reg1, SetName: set, IsDestRegSet: true, DestRegister: RegVerdict})
 }

@@ -296,13 +296,13 @@ func fieldBytes(t Table, f, s string) ([]byte, error) {
 		if ip == nil || (t.Family == "ip") != fwapi.IsV4(ip) {
 			return nil, fmt.Errorf("%q is not an address of family %s", s, t.Family)
 		}
-		return FamIP(t.Family == "ip", ip), nil
+		return famIP(t.Family == "ip", ip), nil
 	case "addr4", "addr6":
 		ip := net.ParseIP(s)
 		if ip == nil || (f == "addr4") != fwapi.IsV4(ip) {
 			return nil, fmt.Errorf("%q is not an address of type %s", s, f)
 		}
-		return FamIP(f == "addr4", ip), nil
+		return famIP(f == "addr4", ip), nil
 	case "proto":
 		p, ok := ProtoNumbers[s]
 		if !ok {
