@@ -86,7 +86,7 @@
 // Isolation has chains shared by every owner of a network; each owner
 // holds them with jumps from a chain of its own, and Remove and GC delete
 // them only once the kernel's use count shows no owner holds them
-// (nftables.Isolation, nftmodel.ReleaseShared).
+// (nftables.BridgeChains, nftmodel.ReleaseShared).
 //
 // # Rules of the reference plugins
 //

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"cnisuite/pkg/firewall/fwapi"
-	"cnisuite/pkg/firewall/iptables"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/firewall/nftables"
 	"cnisuite/pkg/firewall/nftmodel"
@@ -232,7 +231,7 @@ func render(kind string, o Owner, r Rules) string {
 		return nftables.Script(o, r) + guard
 	}
 	out := natchain.Payloads(o, r) + guard
-	if nft := iptables.NFTScript(o, r); nft != "" {
+	if nft := nftables.BridgeScript(o, r); nft != "" {
 		out += "# nft\n" + nft
 	}
 	return out

@@ -102,7 +102,7 @@ func (b *Backend) Ensure(ctx context.Context, o fwapi.Owner, r fwapi.Rules) erro
 			return fmt.Errorf("%s: localnet guard: %w", o, err)
 		}
 	}
-	chains, skels := NFTChains(o, r)
+	chains, skels := nftables.BridgeChains(o, r)
 	if len(chains) == 0 {
 		return nil
 	}
@@ -146,7 +146,7 @@ func (b *Backend) Check(ctx context.Context, o fwapi.Owner, r fwapi.Rules) error
 			return fmt.Errorf("%s: %w", o, err)
 		}
 	}
-	chains, _ := NFTChains(o, r)
+	chains, _ := nftables.BridgeChains(o, r)
 	if len(chains) == 0 {
 		return nil
 	}

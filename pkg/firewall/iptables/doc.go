@@ -29,9 +29,8 @@
 // Both writers GC with `iptables-save -t nat` once per family.
 //
 // Spoof checks and the isolation of bridge networks are bridge-family (and
-// inet) rules, which iptables lacks: package nftables describes them
-// (nftables.SpoofCheck, nftables.Isolation) and NFTChains writes them with
-// nftables; the localnet
-// guard is nftmodel's. A call shares one netfilter socket among all of
-// these (call, family_linux.go), dialled only when one is needed.
+// inet) rules, which iptables lacks: nftables.BridgeChains describes them
+// and Ensure writes them with nftables; the localnet guard is nftmodel's.
+// A call shares one netfilter socket among all of these (call,
+// family_linux.go), dialled only when one is needed.
 package iptables

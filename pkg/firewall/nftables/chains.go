@@ -44,10 +44,10 @@ func Chains(o fwapi.Owner, r fwapi.Rules) []nftmodel.Chain {
 		}
 	}
 	if r.SpoofCheck != nil {
-		add(SpoofCheck(o, r.SpoofCheck))
+		add(spoofCheck(o, r.SpoofCheck))
 	}
 	if r.Isolation != nil {
-		for _, c := range Isolation(o, r.Isolation) {
+		for _, c := range isolation(o, r.Isolation) {
 			add(c)
 		}
 	}

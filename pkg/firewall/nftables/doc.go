@@ -5,9 +5,8 @@
 // nftmodel turns them into one netlink batch per call.
 //
 // It also holds what the iptables backend writes or removes with nftables
-// too: the bridge-family chains (SpoofCheck, Isolation), which iptables
-// lacks, and the removal of the reference plugins' rules
-// (DeleteReference).
+// too: the bridge-family chains (BridgeChains), which iptables lacks, and
+// the removal of the reference plugins' rules (DeleteReference).
 //
 // What an attachment adds is elements of data maps and sets the fixed
 // rules of the skeleton act on: masq and snat_to in cnisuite_masq;
@@ -52,14 +51,15 @@
 //
 // Both backends write the bridge plugin's bridge-family chains, since
 // iptables has no bridge family, in one netlink transaction with the
-// rest; removal and GC are nftmodel's, with every other chain of the
-// owner. The MAC/IP spoof check is an nftables chain in table bridge cnisuite_spoofcheck, reached through
-// the map ifaces keyed by the host end of the container's veth
-// (SpoofCheck, SpoofSkeleton).
+// rest (the iptables backend through BridgeChains); removal and GC are
+// nftmodel's, with every other chain of the owner. The MAC/IP spoof check
+// is a chain in table bridge cnisuite_spoofcheck, reached through the map
+// ifaces keyed by the host end of the container's veth (spoofCheck,
+// spoofSkeleton).
 //
 // # Isolation
 //
-// The bridge plugin's icc and isolate keys (Isolation, IsolationSkeletons),
+// The bridge plugin's icc and isolate keys (isolation, isolationSkeletons),
 // in two tables named cnisuite_isolate:
 //
 //   - bridge: frames between two ports of a bridge. With icc off, an

@@ -8,8 +8,8 @@ import (
 	"cnisuite/pkg/netfilter"
 )
 
-// IsolationSkeletons returns both tables' maps and base chains.
-func IsolationSkeletons() []nftmodel.Skeleton {
+// isolationSkeletons returns both tables' maps and base chains.
+func isolationSkeletons() []nftmodel.Skeleton {
 	return []nftmodel.Skeleton{isoBridgeSkeleton(), isoInetSkeleton()}
 }
 

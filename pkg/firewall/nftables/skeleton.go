@@ -71,7 +71,7 @@ func skeleton(t nftmodel.Table) nftmodel.Skeleton {
 	case nftmodel.Port4.Name:
 		return portSkeleton(t, v4)
 	case nftmodel.Spoof.Name:
-		return SpoofSkeleton()
+		return spoofSkeleton()
 	}
 	return nftmodel.Skeleton{Table: t}
 }
