@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"cnisuite/pkg/firewall/fwfake"
 	"cnisuite/pkg/statedir"
 	"cnisuite/pkg/types"
 )
@@ -39,8 +38,8 @@ func TestPreferBackend(t *testing.T) {
 
 // autoOn returns an automatic choice over two fakes, recording under a
 // temporary directory, on a node whose signals *node says.
-func autoOn(t *testing.T, node *nodeSignals) (*auto, *fwfake.Backend, *fwfake.Backend) {
-	ipt, nft := fwfake.New(KindIPTables), fwfake.New(KindNFTables)
+func autoOn(t *testing.T, node *nodeSignals) (*auto, *Fake, *Fake) {
+	ipt, nft := NewFake(KindIPTables), NewFake(KindNFTables)
 	a := newAuto(ipt, nft)
 	a.rec.root = filepath.Join(t.TempDir(), "cnisuite")
 	a.signals = func() (nodeSignals, error) { return *node, nil }
@@ -48,7 +47,7 @@ func autoOn(t *testing.T, node *nodeSignals) (*auto, *fwfake.Backend, *fwfake.Ba
 }
 
 // owns reports whether the fake holds rules of o.
-func owns(f *fwfake.Backend, o Owner) bool {
+func owns(f *Fake, o Owner) bool {
 	return slices.Contains(f.Owners(), o)
 }
 
@@ -132,7 +131,7 @@ func TestAutoFailedEnsureHeldUntilDEL(t *testing.T) {
 			ctx := context.Background()
 			node := nodeSignals{natRules: tc.node}
 			a, ipt, nft := autoOn(t, &node)
-			f := map[string]*fwfake.Backend{KindIPTables: ipt, KindNFTables: nft}[tc.kind]
+			f := map[string]*Fake{KindIPTables: ipt, KindNFTables: nft}[tc.kind]
 			failed := Owner{Plugin: PluginPortmap, Network: "net1", ContainerID: "c1", IfName: "eth0"}
 			next := failed
 			next.ContainerID = "c2"
@@ -170,7 +169,7 @@ func TestAutoRemoveWithoutRecord(t *testing.T) {
 	node := nodeSignals{}
 	a, ipt, nft := autoOn(t, &node)
 	o := Owner{Plugin: PluginPortmap, Network: "net1", ContainerID: "c1", IfName: "eth0"}
-	for _, f := range []*fwfake.Backend{ipt, nft} {
+	for _, f := range []*Fake{ipt, nft} {
 		if err := f.Ensure(ctx, o, Rules{}); err != nil {
 			t.Fatal(err)
 		}

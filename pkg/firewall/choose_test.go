@@ -6,24 +6,23 @@ import (
 	"strings"
 	"testing"
 
-	"cnisuite/pkg/firewall/fwfake"
 	"cnisuite/pkg/types"
 )
 
 // A configuration without a backend key gets iptables when it is usable,
 // nftables when only it is, and code 50 naming both reasons otherwise.
 func TestChooseDefaultBackend(t *testing.T) {
-	usable := func(kind string) *fwfake.Backend { return fwfake.New(kind) }
-	broken := func(kind, why string) *fwfake.Backend {
-		f := fwfake.New(kind)
+	usable := func(kind string) *Fake { return NewFake(kind) }
+	broken := func(kind, why string) *Fake {
+		f := NewFake(kind)
 		f.Err = types.Errorf(types.ErrNotAvailable, "%s", why)
 		return f
 	}
 	ctx := context.Background()
-	if b, err := choose(ctx, usable(KindIPTables), usable(KindNFTables)); err != nil || b.(*fwfake.Backend).Kind != KindIPTables {
+	if b, err := choose(ctx, usable(KindIPTables), usable(KindNFTables)); err != nil || b.(*Fake).Kind != KindIPTables {
 		t.Errorf("both usable: %v, %v; want iptables", b, err)
 	}
-	if b, err := choose(ctx, broken(KindIPTables, "no iptables-restore"), usable(KindNFTables)); err != nil || b.(*fwfake.Backend).Kind != KindNFTables {
+	if b, err := choose(ctx, broken(KindIPTables, "no iptables-restore"), usable(KindNFTables)); err != nil || b.(*Fake).Kind != KindNFTables {
 		t.Errorf("only nftables usable: %v, %v; want nftables", b, err)
 	}
 	_, err := choose(ctx, broken(KindIPTables, "no iptables-restore"), broken(KindNFTables, "no nft"))

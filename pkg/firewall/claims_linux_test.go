@@ -11,16 +11,15 @@ import (
 	"strings"
 	"testing"
 
-	"cnisuite/pkg/firewall/fwfake"
 	"cnisuite/pkg/types"
 )
 
 // claimsOn returns a backend over an in-memory iptables fake (which never
 // refuses a port itself) with the node's claims under a temporary
 // directory.
-func claimsOn(t *testing.T) (*claimed, *fwfake.Backend, string) {
+func claimsOn(t *testing.T) (*claimed, *Fake, string) {
 	root := filepath.Join(t.TempDir(), "cnisuite")
-	f := fwfake.New(KindIPTables)
+	f := NewFake(KindIPTables)
 	return &claimed{f, claimStore{root: root}}, f, root
 }
 

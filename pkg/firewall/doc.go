@@ -1,7 +1,7 @@
 // Package firewall programs the packet-filter rules of attachments: the
 // bridge plugin's masquerade, MAC/IP spoof check and isolation (icc,
-// isolate), and the portmap
-// plugin's host-port DNAT with hairpin and localhost masquerade.
+// isolate), and the portmap plugin's host-port DNAT with hairpin and
+// localhost masquerade.
 //
 // One narrow interface, Backend (Ensure, Remove, Check, GC, Usable), has
 // two implementations: nftables and iptables. New returns the one a
@@ -10,40 +10,33 @@
 // (detect_linux.go), records it under /run until the network's last
 // attachment goes (record_linux.go), removes from both backends what
 // predates the record, and keeps a host port single-owner across the two
-// backends (claims_linux.go). The in-memory backend for plugin tests, and
-// the text golden files hold, are package fwfake's.
+// backends (claims_linux.go). Fake is an in-memory Backend for the
+// plugins' tests, whose text (what each backend would write) the golden
+// files under testdata hold.
 //
-// # Layers
+// # Packages
 //
-// Imports point only down this list; the two backends never import each
-// other.
+// Imports point only down this list. New constructs the backends, so they
+// cannot import this package: the vocabulary they share lives in fwapi,
+// and this package re-exports it under its own names (type aliases), so
+// the plugins import only firewall.
 //
-//	firewall               New (backend selection, the per-network record, host
-//	                       port claims); the names below
-//	firewall/fwfake        an in-memory backend for tests; Render, the text a
-//	                       backend writes, for golden files
-//	firewall/nftables      the nftables backend: masquerade and port-mapping chains
-//	firewall/iptables      the iptables backend: one writer per node kind, legacy
-//	                       (iptables-restore) or iptables-nft (netlink)
-//	iptables/natchain      its owner chains of table nat: rules as tokens,
-//	                       iptables-restore payloads
-//	iptables/xtnft         the same tokens encoded as iptables-nft does
-//	firewall/bridgechains  the bridge-family spoof check and the bridge's icc
-//	                       and isolate, whatever the backend
-//	firewall/reference     the reference plugins' rules, removed by both backends
-//	firewall/nftmodel      our nftables tables, maps and owner chains, rendered
-//	                       as an nft script or one netlink batch
-//	firewall/nftrule       one nftables rule as typed parts: its nft text and
-//	                       its kernel expressions derive from them
-//	firewall/fwapi         Owner, Rules, Backend, ErrMissing, ErrConflict
-//	netfilter              the nfnetlink socket, batches, rule decoding
-//
-// New constructs the backends, so they cannot import this package: the
-// vocabulary they share lives in fwapi, and this package re-exports it
-// under its own names (type aliases), so plugins import only firewall.
-// nftmodel sits below bridgechains and both backends because all three write
-// or remove chains of our nftables tables; reference is a sibling of it,
-// joined to a removal by the backend that runs it.
+//	firewall           New (backend selection, the per-network record, host
+//	                   port claims), Fake; fwapi's names
+//	firewall/iptables  the iptables backend: one writer per node kind, legacy
+//	                   (iptables-restore) or iptables-nft (netlink)
+//	iptables/natchain  its owner chains of table nat: rules as tokens, as
+//	                   iptables-restore payloads, as iptables-nft encodes them
+//	firewall/nftables  the nftables backend; also the bridge-family spoof
+//	                   check and isolation, and the removal of the reference
+//	                   plugins' rules, which the iptables backend uses too
+//	firewall/nftmodel  our nftables tables, maps and owner chains, rendered
+//	                   as an nft script or one netlink batch; Remove, Check
+//	                   and GC of every owner chain, whichever backend wrote it
+//	firewall/nftrule   one nftables rule as typed parts, and the elements of
+//	                   our maps: their nft text and kernel bytes
+//	firewall/fwapi     Owner, Rules, Backend, ErrMissing, ErrConflict
+//	netfilter          the nfnetlink socket, batches, rule decoding
 //
 // # Ownership
 //
@@ -64,8 +57,10 @@
 // # nftables
 //
 // Tables ip/ip6 cnisuite_masq, ip/ip6 cnisuite_portmap, bridge
-// cnisuite_spoofcheck and bridge/inet cnisuite_isolate. Base chains dispatch through verdict maps keyed by
-// what a packet carries to the owner chains. Each owner rule's comment
+// cnisuite_spoofcheck, bridge/inet cnisuite_isolate and the node's
+// localnet guard, ip cnisuite_localnet. An attachment adds elements of
+// maps that fixed rules act on, or owner chains that verdict maps keyed by
+// what a packet carries dispatch to. Each owner rule's comment
 // holds a digest of the rule and the map element it needs: Remove reads the
 // owner's chains over netlink and deletes those elements and the chains. A
 // key held by another owner makes Ensure fail with ErrConflict. Every call
@@ -90,13 +85,13 @@
 //
 // Isolation has chains shared by every owner of a network; each owner
 // holds them with jumps from a chain of its own, and Remove and GC delete
-// them only once the kernel's use count shows no owner holds them (package
-// isolation, nftmodel.ReleaseShared).
+// them only once the kernel's use count shows no owner holds them
+// (nftables.BridgeChains, nftmodel.ReleaseShared).
 //
 // # Rules of the reference plugins
 //
 // Remove also deletes what the reference plugins wrote for the same
-// attachment (package reference): portmap's nftables rules and iptables
+// attachment (nftables.DeleteReference): portmap's nftables rules and iptables
 // DNAT chain, bridge's nftables masquerade rules, spoof-check chains and
 // iptables masquerade chain. They are found over netlink, so only
 // iptables-nft state is seen; the reference's shared chains and tables are

@@ -10,7 +10,6 @@ import (
 
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/firewall/fwapi"
-	"cnisuite/pkg/firewall/fwfake"
 )
 
 // A part that records its calls, gone until put back.
@@ -79,7 +78,7 @@ func TestRepair(t *testing.T) {
 // missing; rules that ask for nothing never open a backend.
 func TestRules(t *testing.T) {
 	ctx := context.Background()
-	fw := fwfake.New(firewall.KindNFTables)
+	fw := firewall.NewFake(firewall.KindNFTables)
 	o := fwapi.Owner{Plugin: "bridge", Network: "net1", ContainerID: "c1", IfName: "eth0"}
 	_, n, _ := net.ParseCIDR("10.0.0.5/24")
 	r := fwapi.Rules{Masq: []fwapi.Masq{{Addr: *n}}}

@@ -1,8 +1,8 @@
 // Package fwapi is the vocabulary every firewall layer shares: who owns
 // rules (Owner), what an attachment wants (Rules), the Backend interface
-// and its errors. It sits below the backends so that each of them, and
-// pkg/firewall above them, can use it without importing one another;
-// pkg/firewall re-exports it under its own name.
+// and its errors. It sits below the backends so that they can use it
+// without importing pkg/firewall, which constructs them; pkg/firewall
+// re-exports it under its own names.
 package fwapi
 
 import (
@@ -193,7 +193,7 @@ type Backend interface {
 	Usable(ctx context.Context) error
 }
 
-// MappingReader is implemented by the backends (and fwfake.Backend): Mapped returns
+// MappingReader is implemented by the backends (and firewall.Fake): Mapped returns
 // the host ports an owner's rules forward, read from the rules themselves,
 // for a DEL whose runtime passes no portMappings.
 type MappingReader interface {

@@ -7,8 +7,8 @@ import (
 
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
+	"cnisuite/pkg/firewall/nftables"
 	"cnisuite/pkg/firewall/nftmodel"
-	"cnisuite/pkg/firewall/reference"
 	"cnisuite/pkg/netfilter"
 )
 
@@ -27,9 +27,8 @@ type Backend struct {
 // writer reads and writes the owner chains of table nat on one kind of
 // node: legacy (iptables-restore, -S, -C, iptables-save) or nft (netlink).
 type writer interface {
-	// ensure makes the owner's chains of the family exactly want; conds
-	// says the rules carry user conditions.
-	ensure(ctx context.Context, c *call, o fwapi.Owner, f family, want []natchain.Chain, conds bool) error
+	// ensure makes the owner's chains of the family exactly w.chains.
+	ensure(ctx context.Context, c *call, w wanted) error
 	// remove deletes the owner's chains in both families, then what more
 	// deletes, in one transaction where the writer can.
 	remove(ctx context.Context, c *call, o fwapi.Owner, more func(*netfilter.Batch) error) error
@@ -40,6 +39,16 @@ type writer interface {
 	gc(ctx context.Context, c *call, f family, prefixes []string, kept map[string]bool) error
 	// mapped returns the host ports the owner's DNAT chain forwards.
 	mapped(ctx context.Context, c *call, o fwapi.Owner, f family) ([]fwapi.PortMapping, error)
+}
+
+// wanted is what one family of an owner is to hold: its chains of table
+// nat (natchain.Desired) and whether their rules carry user conditions
+// (natchain.HasConditions), which only iptables-restore writes.
+type wanted struct {
+	o      fwapi.Owner
+	f      family
+	chains []natchain.Chain
+	conds  bool
 }
 
 // New returns the iptables backend of this node: over netlink when
@@ -79,8 +88,8 @@ func (b *Backend) Ensure(ctx context.Context, o fwapi.Owner, r fwapi.Rules) erro
 	c := &call{}
 	defer c.close()
 	for _, f := range families {
-		want := natchain.Desired(o, r, f.v4)
-		if err := b.writer().ensure(ctx, c, o, f, want, natchain.HasConditions(r, f.v4)); err != nil {
+		w := wanted{o: o, f: f, chains: natchain.Desired(o, r, f.v4), conds: natchain.HasConditions(r, f.v4)}
+		if err := b.writer().ensure(ctx, c, w); err != nil {
 			return fmt.Errorf("%s: %w", o, err)
 		}
 	}
@@ -93,7 +102,7 @@ func (b *Backend) Ensure(ctx context.Context, o fwapi.Owner, r fwapi.Rules) erro
 			return fmt.Errorf("%s: localnet guard: %w", o, err)
 		}
 	}
-	chains, skels := NFTChains(o, r)
+	chains, skels := nftables.BridgeChains(o, r)
 	if len(chains) == 0 {
 		return nil
 	}
@@ -120,7 +129,7 @@ func (b *Backend) Remove(ctx context.Context, o fwapi.Owner) error {
 				return err
 			}
 			return nftmodel.Remove(conn, o, batch, func(batch *netfilter.Batch) error {
-				return reference.Delete(conn, o, batch)
+				return nftables.DeleteReference(conn, o, batch)
 			})
 		})
 	})
@@ -137,7 +146,7 @@ func (b *Backend) Check(ctx context.Context, o fwapi.Owner, r fwapi.Rules) error
 			return fmt.Errorf("%s: %w", o, err)
 		}
 	}
-	chains, _ := NFTChains(o, r)
+	chains, _ := nftables.BridgeChains(o, r)
 	if len(chains) == 0 {
 		return nil
 	}

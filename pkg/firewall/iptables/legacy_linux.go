@@ -138,8 +138,8 @@ func listedComment(line string) string {
 	return ""
 }
 
-func (l *legacy) ensure(ctx context.Context, _ *call, o fwapi.Owner, f family, want []natchain.Chain, _ bool) error {
-	return l.ensureFamily(ctx, o, f, want, true)
+func (l *legacy) ensure(ctx context.Context, _ *call, w wanted) error {
+	return l.ensureFamily(ctx, w.o, w.f, w.chains, true)
 }
 
 // ensureFamily writes the family's desired chains with one

@@ -10,7 +10,6 @@ import (
 
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
-	"cnisuite/pkg/firewall/iptables/xtnft"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
@@ -20,7 +19,7 @@ import (
 // (the owner's own chains, whose use counts tell Check their jumps are
 // there; the built-in chains only when it must find the jumps), writes
 // over netlink in one transaction per family, encoded as iptables-nft
-// 1.8.9 encodes the same tokens (package xtnft), so iptables-save, -D and
+// 1.8.9 encodes the same tokens (natchain.Encode), so iptables-save, -D and
 // -S see what iptables-restore would have written, and deletes by rule
 // handle. No process starts.
 //
@@ -36,29 +35,29 @@ type nft struct{ restore *legacy }
 // restore writer to fall back on.
 var errNoFallback = errors.New("no iptables-restore fallback")
 
-func (n *nft) ensure(ctx context.Context, c *call, o fwapi.Owner, f family, want []natchain.Chain, conds bool) error {
+func (n *nft) ensure(ctx context.Context, c *call, w wanted) error {
 	conn, err := c.socket()
 	if err != nil {
 		return err
 	}
-	st, err := readFamily(conn, o, f)
+	st, err := readFamily(conn, w.o, w.f)
 	if err != nil {
 		return types.Errorf(types.ErrIO, "%w", err)
 	}
-	if st.holds(o, want) {
+	if st.holds(w.o, w.chains) {
 		return nil
 	}
 	var nlErr error
-	if !conds {
-		if nlErr = ensureNL(conn, o, f, want, st); nlErr == nil {
+	if !w.conds {
+		if nlErr = ensureNL(conn, w.o, w.f, w.chains, st); nlErr == nil {
 			return nil
 		}
 	}
 	if n.restore == nil {
 		return types.Errorf(types.ErrIO, "%w (%w)", errNoFallback, nlErr)
 	}
-	forgetJumps(f, o) // iptables-restore does not say which handles it gave
-	if err := n.restore.ensureFamily(ctx, o, f, want, len(st.present) > 0); err != nil {
+	forgetJumps(w.f, w.o) // iptables-restore does not say which handles it gave
+	if err := n.restore.ensureFamily(ctx, w.o, w.f, w.chains, len(st.present) > 0); err != nil {
 		return errors.Join(nlErr, err)
 	}
 	return nil
@@ -232,7 +231,7 @@ func writeChain(batch *netfilter.Batch, o fwapi.Owner, f family, c natchain.Chai
 		batch.FlushNew(tab, c.Name) // a concurrent twin may have filled it
 	}
 	for _, r := range c.Rules {
-		x, err := xtnft.Encode(r, f.v4)
+		x, err := natchain.Encode(r, f.v4)
 		if err != nil {
 			return nil, err
 		}
@@ -241,7 +240,7 @@ func writeChain(batch *netfilter.Batch, o fwapi.Owner, f family, c natchain.Chai
 	keep := map[uint64]bool{}
 	var kept []jump
 	for _, j := range natchain.ChainJumps(o, c) {
-		x, err := xtnft.Encode(j.Rule, f.v4)
+		x, err := natchain.Encode(j.Rule, f.v4)
 		if err != nil {
 			return nil, err
 		}
@@ -258,10 +257,10 @@ func writeChain(batch *netfilter.Batch, o fwapi.Owner, f family, c natchain.Chai
 
 // findJump finds a jump that is x (same comment, target and source), not
 // yet taken by another.
-func findJump(rules []netfilter.Rule, x xtnft.Rule, f family, taken map[uint64]bool) (uint64, bool) {
+func findJump(rules []netfilter.Rule, x natchain.Encoded, f family, taken map[uint64]bool) (uint64, bool) {
 	for _, r := range rules {
 		if r.Jump == x.Jump && r.Comment == x.Comment && !taken[r.Handle] &&
-			string(xtnft.DumpedSource(r.Exprs, f.v4)) == string(x.Source) {
+			string(natchain.DumpedSource(r.Exprs, f.v4)) == string(x.Source) {
 			return r.Handle, true
 		}
 	}

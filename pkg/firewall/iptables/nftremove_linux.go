@@ -9,7 +9,6 @@ import (
 
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
-	"cnisuite/pkg/firewall/iptables/xtnft"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
@@ -197,7 +196,7 @@ func gcNL(c *call, f family, prefixes []string, kept map[string]bool) error {
 	return nil
 }
 
-// mapped reads the owner's DNAT rules over netlink (xtnft.DumpedDNAT).
+// mapped reads the owner's DNAT rules over netlink (natchain.DumpedDNAT).
 func (n *nft) mapped(_ context.Context, c *call, o fwapi.Owner, f family) ([]fwapi.PortMapping, error) {
 	conn, err := c.socket()
 	if err != nil {
@@ -213,7 +212,7 @@ func (n *nft) mapped(_ context.Context, c *call, o fwapi.Owner, f family) ([]fwa
 	}
 	var out []fwapi.PortMapping
 	for _, r := range rules {
-		if m, ok := xtnft.DumpedDNAT(r.Exprs, f.v4); ok {
+		if m, ok := natchain.DumpedDNAT(r.Exprs, f.v4); ok {
 			pm := fwapi.PortMapping{HostPort: m.Port, Protocol: m.Protocol, HostIP: m.Host}
 			if m.Last > m.Port {
 				pm.Range = m.Last - m.Port + 1

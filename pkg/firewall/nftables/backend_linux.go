@@ -11,7 +11,6 @@ import (
 
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/nftmodel"
-	"cnisuite/pkg/firewall/reference"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
@@ -73,7 +72,7 @@ func (b *Backend) Remove(_ context.Context, o fwapi.Owner) error {
 	}
 	defer conn.Close()
 	return remove(conn, o, func(batch *netfilter.Batch) error {
-		return reference.Delete(conn, o, batch)
+		return DeleteReference(conn, o, batch)
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"net"
 	"strings"
 
-	"cnisuite/pkg/firewall/bridgechains"
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/firewall/nftrule"
@@ -45,10 +44,10 @@ func Chains(o fwapi.Owner, r fwapi.Rules) []nftmodel.Chain {
 		}
 	}
 	if r.SpoofCheck != nil {
-		add(bridgechains.SpoofCheck(o, r.SpoofCheck))
+		add(spoofCheck(o, r.SpoofCheck))
 	}
 	if r.Isolation != nil {
-		for _, c := range bridgechains.Isolation(o, r.Isolation) {
+		for _, c := range isolation(o, r.Isolation) {
 			add(c)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"net"
 	"slices"
 
-	"cnisuite/pkg/firewall/bridgechains"
 	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/firewall/nftrule"
 )
@@ -62,9 +61,9 @@ func skeleton(t nftmodel.Table) nftmodel.Skeleton {
 	v4 := t.Family == "ip"
 	switch t {
 	case nftmodel.IsoBridge:
-		return bridgechains.IsoBridgeSkeleton()
+		return isoBridgeSkeleton()
 	case nftmodel.IsoInet:
-		return bridgechains.IsoInetSkeleton()
+		return isoInetSkeleton()
 	}
 	switch t.Name {
 	case nftmodel.Masq4.Name:
@@ -72,7 +71,7 @@ func skeleton(t nftmodel.Table) nftmodel.Skeleton {
 	case nftmodel.Port4.Name:
 		return portSkeleton(t, v4)
 	case nftmodel.Spoof.Name:
-		return bridgechains.SpoofSkeleton()
+		return spoofSkeleton()
 	}
 	return nftmodel.Skeleton{Table: t}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 
-	"cnisuite/pkg/firewall/nftmaps"
+	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
@@ -205,7 +205,7 @@ func addSets(b *netfilter.Batch, t Table, r Rule) []expr.Any {
 // set or data map, as create element when fresh (the owner had no chain):
 // in a set the kernel would otherwise take another owner's key silently.
 func addElem(b *netfilter.Batch, t Table, el Elem, chain string, fresh bool) {
-	key, end, err := nftmaps.ElemKeys(t, el)
+	key, end, err := nftrule.ElemKeys(t, el)
 	if err != nil {
 		b.Fail(err)
 		return
@@ -214,7 +214,7 @@ func addElem(b *netfilter.Batch, t Table, el Elem, chain string, fresh bool) {
 		b.AddElemRange(t, el.Set, key, end, chain)
 		return
 	}
-	data, err := nftmaps.ElemData(t, el)
+	data, err := nftrule.ElemData(t, el)
 	if err != nil {
 		b.Fail(err)
 		return
@@ -226,7 +226,7 @@ func removeElem(b *netfilter.Batch, t Table, chain string, el Elem, safe bool) {
 	if safe {
 		addElem(b, t, el, chain, false)
 	}
-	key, end, err := nftmaps.ElemKeys(t, el)
+	key, end, err := nftrule.ElemKeys(t, el)
 	if err != nil {
 		b.Fail(err)
 		return

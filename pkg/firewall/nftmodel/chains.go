@@ -10,7 +10,6 @@ import (
 	"github.com/google/nftables/expr"
 
 	"cnisuite/pkg/firewall/fwapi"
-	"cnisuite/pkg/firewall/nftmaps"
 	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
 )
@@ -108,14 +107,14 @@ func Build(elem *Elem, parts ...nftrule.Part) Rule {
 	return Rule{Text: r.Text, Elem: elem, Exprs: r.Exprs, Sets: r.Sets}
 }
 
-// Elem is an element of a set or map of our tables (package nftmaps).
-type Elem = nftmaps.Elem
+// Elem is an element of a set or map of our tables (package nftrule).
+type Elem = nftrule.Elem
 
 // Map is a set or map of our tables; Maps are they all, by name.
-type Map = nftmaps.Map
+type Map = nftrule.Map
 
 // Maps are the sets and maps of our tables, by name.
-var Maps = nftmaps.Maps
+var Maps = nftrule.Maps
 
 // Ledger returns the rule of an owner chain that records el, an element of
 // a data map or set that fixed rules of the skeleton act on. Nothing jumps
@@ -148,9 +147,9 @@ func (r Rule) Comment() string {
 	return c
 }
 
-// ParseComment extracts the element of a comment we wrote; ok is false
+// parseComment extracts the element of a comment we wrote; ok is false
 // for a comment that is not ours.
-func ParseComment(c string) (digest string, elem *Elem, ok bool) {
+func parseComment(c string) (digest string, elem *Elem, ok bool) {
 	fields := strings.SplitN(c, " ", 3)
 	if len(fields) < 2 || fields[0] != commentTag {
 		return "", nil, false
@@ -298,7 +297,7 @@ func (e Existing) Elems() []Elem {
 	var out []Elem
 	seen := map[Elem]bool{}
 	for _, c := range e.Comments {
-		if _, el, ok := ParseComment(c); ok && el != nil && !seen[*el] {
+		if _, el, ok := parseComment(c); ok && el != nil && !seen[*el] {
 			seen[*el] = true
 			out = append(out, *el)
 		}

@@ -1,8 +1,8 @@
 // Package nftmodel holds our nftables objects and turns them into one
 // transaction per call. Every table of ours and every owner chain's name is
 // defined here, whichever layer fills them: the nftables backend writes the
-// masquerade and port-mapping chains, package bridgechains the spoof-check
-// and isolation chains; the iptables backend removes an owner's chains here
+// masquerade and port-mapping chains, and the spoof-check and isolation
+// chains that the iptables backend writes too; the iptables backend removes an owner's chains here
 // too, so nothing of an attachment is left when the backend changed between
 // ADD and DEL.
 //

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/firewall/fwapi"
-	"cnisuite/pkg/firewall/nftmaps"
+	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 )
@@ -75,7 +75,7 @@ func dropStrays(conn *netfilter.Conn, desired []Chain) (bool, error) {
 			if Maps[el.Set].Verdict() {
 				continue
 			}
-			key, end, err := nftmaps.ElemKeys(c.Table, el)
+			key, end, err := nftrule.ElemKeys(c.Table, el)
 			if err != nil {
 				return false, err
 			}
@@ -303,11 +303,11 @@ func checkElem(conn *netfilter.Conn, c Chain, el Elem) error {
 	if Maps[el.Set].Verdict() {
 		return nil
 	}
-	key, end, err := nftmaps.ElemKeys(c.Table, el)
+	key, end, err := nftrule.ElemKeys(c.Table, el)
 	if err != nil {
 		return err
 	}
-	data, err := nftmaps.ElemData(c.Table, el)
+	data, err := nftrule.ElemData(c.Table, el)
 	if err != nil {
 		return err
 	}

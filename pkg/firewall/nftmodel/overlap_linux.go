@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"cnisuite/pkg/firewall/fwapi"
-	"cnisuite/pkg/firewall/nftmaps"
 	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
@@ -129,7 +128,7 @@ func spanOfKey(t Table, m Map, el netfilter.Elem) (span, bool) {
 	var s span
 	off := 0
 	if len(m.Fields) == 3 {
-		n := int(nftmaps.FieldSize(t, "addr"))
+		n := int(nftrule.FieldSize(t, "addr"))
 		if len(el.Key) < n {
 			return s, false
 		}

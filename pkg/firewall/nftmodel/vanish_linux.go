@@ -10,12 +10,12 @@ import (
 // it read vanished under it.
 const vanishTries = 3
 
-// Vanished reports whether err says that a table, chain, map, element or
+// vanished reports whether err says that a table, chain, map, element or
 // rule the call read went away before its transaction committed (ENOENT,
 // from the transaction or from a listing): something reset the node's
 // firewall in between (nft flush ruleset, iptables-restore, a repair
 // writing the same chains again).
-func Vanished(err error) bool { return errors.Is(err, unix.ENOENT) }
+func vanished(err error) bool { return errors.Is(err, unix.ENOENT) }
 
 // RetryVanished runs fn, which reads the kernel and then writes what it
 // read, again while it fails because what it read vanished, at most
@@ -25,7 +25,7 @@ func Vanished(err error) bool { return errors.Is(err, unix.ENOENT) }
 func RetryVanished(fn func() error) error {
 	var err error
 	for i := 0; i < vanishTries; i++ {
-		if err = fn(); !Vanished(err) {
+		if err = fn(); !vanished(err) {
 			return err
 		}
 	}

@@ -24,8 +24,8 @@ func TestVanished(t *testing.T) {
 		{"busy", fmt.Errorf("nftables transaction of 8 messages: %w", unix.EBUSY), false},
 		{"other listing", errnoOf(errors.New("receiveAckAware: netlink receive: " + unix.EPERM.Error())), false},
 	} {
-		if got := Vanished(tc.err); got != tc.want {
-			t.Errorf("%s: Vanished(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		if got := vanished(tc.err); got != tc.want {
+			t.Errorf("%s: vanished(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
 		}
 	}
 	tries := 0

@@ -16,19 +16,16 @@ import (
 // ProtoNumbers are the IP protocol numbers of the mappings' protocols.
 var ProtoNumbers = map[string]byte{"tcp": 6, "udp": 17, "sctp": 132}
 
-// Registers as nft numbers them: NFT_REG_1 and NFT_REG_2 (16 bytes each)
-// and the 32-bit registers holding the later fields of a concatenation.
+// Registers as nft numbers them: the verdict register, NFT_REG_1 and
+// NFT_REG_2 (16 bytes each).
 const (
 	RegVerdict = 0
 	Reg1       = 1
 	Reg2       = 2
-	Reg32x01   = 9  // NFT_REG32_01
-	Reg32x02   = 10 // NFT_REG32_02
-	Reg32x05   = 13 // NFT_REG32_05
 )
 
-// FamIP returns ip in the length of its family.
-func FamIP(v4 bool, ip net.IP) []byte {
+// famIP returns ip in the length of its family.
+func famIP(v4 bool, ip net.IP) []byte {
 	if v4 {
 		return ip.To4()
 	}
@@ -43,8 +40,8 @@ func AddrLen(v4 bool) uint32 {
 	return 16
 }
 
-// SaddrOff is the network header offset of the source address.
-func SaddrOff(v4 bool) uint32 {
+// saddrOff is the network header offset of the source address.
+func saddrOff(v4 bool) uint32 {
 	if v4 {
 		return 12
 	}
@@ -64,12 +61,12 @@ func LoadNH(off, n uint32, reg uint32) *expr.Payload {
 	return &expr.Payload{DestRegister: reg, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: n}
 }
 
-// MatchAddr matches the address at off against n (an address or prefix):
+// matchAddr matches the address at off against n (an address or prefix):
 // "ip saddr 10.0.0.0/16", "ip daddr != 224.0.0.0/4". A prefix on a byte
 // boundary loads only its bytes; any other is masked. nil when n is /0.
-func MatchAddr(v4 bool, off uint32, n *net.IPNet, op expr.CmpOp) []expr.Any {
+func matchAddr(v4 bool, off uint32, n *net.IPNet, op expr.CmpOp) []expr.Any {
 	ones, bits := n.Mask.Size()
-	ip := FamIP(v4, n.IP.Mask(n.Mask))
+	ip := famIP(v4, n.IP.Mask(n.Mask))
 	if ones == 0 || ip == nil {
 		return nil
 	}
@@ -85,19 +82,7 @@ func MatchAddr(v4 bool, off uint32, n *net.IPNet, op expr.CmpOp) []expr.Any {
 	}
 }
 
-// Vmap is "<key loads> vmap @<set>"; loads put the key into Reg1 onwards.
-func Vmap(set string, loads ...expr.Any) []expr.Any {
+// vmap is "<key loads> vmap @<set>"; loads put the key into Reg1 onwards.
+func vmap(set string, loads ...expr.Any) []expr.Any {
 	return append(loads, &expr.Lookup{SourceRegister: Reg1, SetName: set, IsDestRegSet: true, DestRegister: RegVerdict})
-}
-
-// Concat joins expression lists; nil when any part is nil (not buildable).
-func Concat(parts ...[]expr.Any) []expr.Any {
-	var out []expr.Any
-	for _, p := range parts {
-		if p == nil {
-			return nil
-		}
-		out = append(out, p...)
-	}
-	return out
 }

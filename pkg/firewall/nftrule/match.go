@@ -85,7 +85,7 @@ func Prefix(v4 bool, field string, n *net.IPNet, neg bool) Part {
 }
 
 func addrPart(v4 bool, field string, n *net.IPNet, val string, neg bool) Part {
-	word, off := "ip6", SaddrOff(v4)
+	word, off := "ip6", saddrOff(v4)
 	if v4 {
 		word = "ip"
 	}
@@ -93,7 +93,7 @@ func addrPart(v4 bool, field string, n *net.IPNet, val string, neg bool) Part {
 		off = DaddrOff(v4)
 	}
 	op, cmp := neq(neg)
-	return part{word + " " + field + " " + op + val, MatchAddr(v4, off, n, cmp)}
+	return part{word + " " + field + " " + op + val, matchAddr(v4, off, n, cmp)}
 }
 
 // L4Proto matches the layer-4 protocol: "meta l4proto tcp".
@@ -143,7 +143,7 @@ func IfName(iif bool, name string, neg bool) Part {
 // VmapOf is "<key> vmap @<set>", the key ("iifname", "ip daddr") loaded by
 // loads into Reg1 onwards.
 func VmapOf(key, set string, loads ...expr.Any) Part {
-	return part{key + " vmap @" + set, Vmap(set, loads...)}
+	return part{key + " vmap @" + set, vmap(set, loads...)}
 }
 
 // Words are free-form nft tokens (user conditions): text only, so the rule
@@ -163,7 +163,7 @@ type notIn struct {
 }
 
 func (p notIn) render(first int) (string, []expr.Any, []Set) {
-	m, sets := InSet(p.set, true, first)
+	m, sets := inSet(p.set, true, first)
 	return p.field + " != " + p.set.Text(), append(append([]expr.Any{}, p.load...), m...), sets
 }
 
@@ -193,7 +193,7 @@ func nfproto(v4 bool) uint32 {
 // DNATTo is "dnat to <ip>:<port>" ("[ip6]:port").
 func DNATTo(v4 bool, ip net.IP, port int) Part {
 	return part{"dnat to " + net.JoinHostPort(ip.String(), strconv.Itoa(port)), []expr.Any{
-		&expr.Immediate{Register: Reg1, Data: FamIP(v4, ip)},
+		&expr.Immediate{Register: Reg1, Data: famIP(v4, ip)},
 		&expr.Immediate{Register: Reg2, Data: binary.BigEndian.AppendUint16(nil, uint16(port))},
 		&expr.NAT{Type: expr.NATTypeDestNAT, Family: nfproto(v4), RegAddrMin: Reg1, RegProtoMin: Reg2, Specified: true},
 	}}
@@ -202,16 +202,8 @@ func DNATTo(v4 bool, ip net.IP, port int) Part {
 // DNATAddr is "dnat to <ip>": the destination port stays as it is.
 func DNATAddr(v4 bool, ip net.IP) Part {
 	return part{"dnat to " + ip.String(), []expr.Any{
-		&expr.Immediate{Register: Reg1, Data: FamIP(v4, ip)},
+		&expr.Immediate{Register: Reg1, Data: famIP(v4, ip)},
 		&expr.NAT{Type: expr.NATTypeDestNAT, Family: nfproto(v4), RegAddrMin: Reg1},
-	}}
-}
-
-// SNATTo is "snat to <ip>": the source address becomes ip.
-func SNATTo(v4 bool, ip net.IP) Part {
-	return part{"snat to " + ip.String(), []expr.Any{
-		&expr.Immediate{Register: Reg1, Data: FamIP(v4, ip)},
-		&expr.NAT{Type: expr.NATTypeSourceNAT, Family: nfproto(v4), RegAddrMin: Reg1},
 	}}
 }
 

@@ -38,7 +38,7 @@ func ConcatKey(v4, interval bool, fields ...string) Key {
 		reg := regAt(off)
 		switch f {
 		case FieldSaddr, FieldDaddr:
-			at := SaddrOff(v4)
+			at := saddrOff(v4)
 			if f == FieldDaddr {
 				at = DaddrOff(v4)
 			}

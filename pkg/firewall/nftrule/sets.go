@@ -47,10 +47,10 @@ func setUserdata(order uint32) []byte {
 	return binary.NativeEndian.AppendUint32([]byte{0, 4}, order)
 }
 
-// InSet matches register 1 against set, negated with invert: a lookup in
+// inSet matches register 1 against set, negated with invert: a lookup in
 // it, the rule's set i, or, for a set of one address, the comparison nft
 // writes for it instead. It returns the sets the rule gains.
-func InSet(set Set, invert bool, i int) ([]expr.Any, []Set) {
+func inSet(set Set, invert bool, i int) ([]expr.Any, []Set) {
 	if len(set.Items) == 1 && !strings.Contains(set.Items[0], "/") {
 		op := expr.CmpOpEq
 		if invert {

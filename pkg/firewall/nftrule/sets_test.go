@@ -53,12 +53,12 @@ func TestSetRenderings(t *testing.T) {
 // TestInSetOfOne: a set of one address is the comparison nft writes for
 // it; any other set is a lookup.
 func TestInSetOfOne(t *testing.T) {
-	m, sets := InSet(Set{"ipv4_addr", []string{"10.88.0.2"}}, true, 0)
+	m, sets := inSet(Set{"ipv4_addr", []string{"10.88.0.2"}}, true, 0)
 	if c, ok := m[0].(*expr.Cmp); !ok || c.Op != expr.CmpOpNeq || hex.EncodeToString(c.Data) != "0a580002" || sets != nil {
-		t.Errorf("InSet(one address) = %#v, %v; want cmp neq 0a580002 and no set", m[0], sets)
+		t.Errorf("inSet(one address) = %#v, %v; want cmp neq 0a580002 and no set", m[0], sets)
 	}
-	m, sets = InSet(Set{"ipv6_addr", []string{"fe80::/10"}}, true, 0)
+	m, sets = inSet(Set{"ipv6_addr", []string{"fe80::/10"}}, true, 0)
 	if l, ok := m[0].(*expr.Lookup); !ok || !l.Invert || len(sets) != 1 {
-		t.Errorf("InSet(a prefix) = %#v, %v; want an inverted lookup in one set", m[0], sets)
+		t.Errorf("inSet(a prefix) = %#v, %v; want an inverted lookup in one set", m[0], sets)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"cnisuite/pkg/firewall"
-	"cnisuite/pkg/firewall/fwfake"
 	"cnisuite/pkg/ipmath"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
@@ -15,7 +14,7 @@ import (
 
 // fakeAttach returns an attachment with a finished dual-stack result whose
 // firewall is fw.
-func fakeAttach(t *testing.T, conf string, fw *fwfake.Backend) *attach {
+func fakeAttach(t *testing.T, conf string, fw *firewall.Fake) *attach {
 	t.Helper()
 	c, err := bridgeconf.Load([]byte(conf), "")
 	if err != nil {
@@ -45,7 +44,7 @@ func TestFirewallRulesGolden(t *testing.T) {
 	for name, conf := range confs {
 		for _, kind := range []string{firewall.KindNFTables, firewall.KindIPTables} {
 			t.Run(name+"/"+kind, func(t *testing.T) {
-				fw := fwfake.New(kind)
+				fw := firewall.NewFake(kind)
 				at := fakeAttach(t, conf, fw)
 				ctx := context.Background()
 				if err := installDesired(at, ctx); err != nil {
@@ -70,7 +69,7 @@ func TestFirewallRulesGolden(t *testing.T) {
 }
 
 func TestFirewallUndoOnFailedAdd(t *testing.T) {
-	fw := fwfake.New(firewall.KindNFTables)
+	fw := firewall.NewFake(firewall.KindNFTables)
 	at := fakeAttach(t, `{"cniVersion":"1.0.0","name":"n","ipMasq":true,"ipam":{"type":"host-local"}}`, fw)
 	if err := installDesired(at, context.Background()); err != nil {
 		t.Fatal(err)
@@ -84,7 +83,7 @@ func TestFirewallUndoOnFailedAdd(t *testing.T) {
 }
 
 func TestFirewallNotAskedFor(t *testing.T) {
-	fw := fwfake.New(firewall.KindNFTables)
+	fw := firewall.NewFake(firewall.KindNFTables)
 	at := fakeAttach(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"type":"host-local"}}`, fw)
 	ctx := context.Background()
 	if err := errorsJoin(installDesired(at, ctx), at.removeRules(ctx), at.checkRules(ctx)); err != nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"cnisuite/pkg/firewall"
-	"cnisuite/pkg/firewall/fwfake"
 	"cnisuite/pkg/records"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
@@ -23,7 +22,7 @@ import (
 // repair's feet.
 func TestGCWaitsForRepair(t *testing.T) {
 	const conf = `{"cniVersion":"1.1.0","name":"net1","type":"bridge","macspoofchk":true,"cni.dev/valid-attachments":[]}`
-	fw := fwfake.New(firewall.KindNFTables)
+	fw := firewall.NewFake(firewall.KindNFTables)
 	store := records.Store{Root: t.TempDir()}
 	p := &plugin{records: store, newRules: func(context.Context, string) (firewall.Backend, error) { return fw, nil }}
 	ctx := context.Background()

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"cnisuite/pkg/firewall"
-	"cnisuite/pkg/firewall/fwfake"
 	"cnisuite/pkg/records"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
@@ -56,7 +55,7 @@ func (h *fakeHost) FlushUDP(v4 bool, ports []portSpan) error {
 }
 
 type harness struct {
-	fw     *fwfake.Backend
+	fw     *firewall.Fake
 	host   *fakeHost
 	kinds  []string // backend kinds asked for
 	stderr string   // of the last run
@@ -65,7 +64,7 @@ type harness struct {
 }
 
 func newHarness(kind string) *harness {
-	return &harness{fw: fwfake.New(kind), host: &fakeHost{}}
+	return &harness{fw: firewall.NewFake(kind), host: &fakeHost{}}
 }
 
 // run runs one verb in-process through the skel.

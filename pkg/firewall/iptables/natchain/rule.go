@@ -1,10 +1,3 @@
-// Package natchain describes the owner chains the iptables backend keeps
-// in table nat: their names, their rules as argument tokens, the jumps
-// that lead into them and the iptables-restore payloads that write and
-// delete them. A rule is built once, as tokens (kube-proxy's line buffer
-// is the model): String quotes and joins them for iptables-restore, and
-// package xtnft encodes the same tokens for netlink, so no rule is ever
-// rendered to text and parsed back.
 package natchain
 
 import (

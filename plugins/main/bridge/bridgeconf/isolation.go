@@ -1,16 +1,52 @@
 package bridgeconf
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+
 	"cnisuite/pkg/firewall"
+	"cnisuite/pkg/types"
 )
 
-// validateIsolation decodes icc, isolate and ingressFilter into noICC,
-// isolateMode and filterIngress (firewall.ParseIsolation).
+// validateIsolation decodes icc (a boolean), isolate (false, true or
+// "strict") and ingressFilter (a boolean) into noICC, isolateMode and
+// filterIngress. They are decoded by hand so that a wrong type is an
+// invalid configuration (code 7) reported with every other problem, not a
+// decoding failure; an absent key leaves its default (ICC on, no
+// isolation, no ingress filter).
 func (c *NetConf) validateIsolation() error {
-	var iso firewall.Isolation
-	err := firewall.ParseIsolation(firewall.IsolationKeys{ICC: c.ICC, Isolate: c.Isolate, IngressFilter: c.IngressFilter}, &iso)
-	c.noICC, c.isolateMode, c.filterIngress = iso.NoICC, iso.Isolate, iso.FilterIngress
-	return err
+	c.noICC, c.isolateMode, c.filterIngress = false, "", false
+	var errs []error
+	if len(c.ICC) > 0 {
+		on, err := decodeBool("icc", c.ICC)
+		errs = append(errs, err)
+		c.noICC = !on
+	}
+	if len(c.IngressFilter) > 0 {
+		on, err := decodeBool("ingressFilter", c.IngressFilter)
+		errs = append(errs, err)
+		c.filterIngress = on
+	}
+	switch string(c.Isolate) {
+	case "", "false":
+	case "true":
+		c.isolateMode = firewall.IsolateOn
+	case `"strict"`:
+		c.isolateMode = firewall.IsolateStrict
+	default:
+		errs = append(errs, types.Errorf(types.ErrInvalidConfig, `isolate %s: must be false, true or "strict"`, c.Isolate))
+	}
+	return errors.Join(errs...)
+}
+
+// decodeBool decodes the value of key, true or false (null refused).
+func decodeBool(key string, raw json.RawMessage) (bool, error) {
+	var on bool
+	if bytes.Equal(raw, []byte("null")) || json.Unmarshal(raw, &on) != nil {
+		return false, types.Errorf(types.ErrInvalidConfig, "%s %s: must be true or false", key, raw)
+	}
+	return on, nil
 }
 
 // Isolates reports whether the configuration asks for isolation rules.

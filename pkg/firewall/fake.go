@@ -1,8 +1,4 @@
-// Package fwfake is an in-memory firewall backend for tests: it records
-// the rules of every owner, renders them as the real backend of its kind
-// would write them (Render, the text the golden files hold) and, when
-// asked, refuses what the nftables backend refuses.
-package fwfake
+package firewall
 
 import (
 	"context"
@@ -12,17 +8,18 @@ import (
 	"sync"
 
 	"cnisuite/pkg/firewall/fwapi"
-	"cnisuite/pkg/firewall/iptables"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/firewall/nftables"
 	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/types"
 )
 
-// Backend is an in-memory fwapi.Backend for tests. It records the rules of every
-// owner and Dumps the text the backend of kind Kind would write for them.
-type Backend struct {
-	// Kind is fwapi.KindNFTables (the default) or fwapi.KindIPTables: the rendering
+// Fake is an in-memory Backend for tests: it records the rules of every
+// owner, Dumps the text the backend of kind Kind would write for them
+// (render, the text the golden files hold) and, when asked, refuses what
+// the nftables backend refuses.
+type Fake struct {
+	// Kind is KindNFTables (the default) or KindIPTables: the rendering
 	// Dump uses.
 	Kind string
 	// Err, when set, is returned by every call.
@@ -30,7 +27,7 @@ type Backend struct {
 	// EnsureErr, when set, is returned by Ensure alone: a write that
 	// fails on a backend otherwise usable.
 	EnsureErr error
-	// Conflicts makes Ensure fail with fwapi.ErrConflict, as the nftables
+	// Conflicts makes Ensure fail with ErrConflict, as the nftables
 	// backend does, when another owner holds a host port (protocol, port
 	// or range overlapping the rules', host address, per family) or a
 	// masqueraded address the rules need. The iptables kind never
@@ -40,21 +37,21 @@ type Backend struct {
 	Conflicts bool
 
 	mu    sync.Mutex
-	state map[fwapi.Owner]fwapi.Rules
+	state map[Owner]Rules
 	calls []string
 }
 
-// New returns an empty fake rendering like the backend of kind
-// (fwapi.KindNFTables or fwapi.KindIPTables).
-func New(kind string) *Backend { return &Backend{Kind: kind, state: map[fwapi.Owner]fwapi.Rules{}} }
+// NewFake returns an empty fake rendering like the backend of kind
+// (KindNFTables or KindIPTables).
+func NewFake(kind string) *Fake { return &Fake{Kind: kind, state: map[Owner]Rules{}} }
 
-func (f *Backend) record(format string, a ...any) error {
+func (f *Fake) record(format string, a ...any) error {
 	f.calls = append(f.calls, fmt.Sprintf(format, a...))
 	return f.Err
 }
 
 // Ensure records r as the owner's rules.
-func (f *Backend) Ensure(_ context.Context, o fwapi.Owner, r fwapi.Rules) error {
+func (f *Fake) Ensure(_ context.Context, o Owner, r Rules) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("ensure %s", o); err != nil {
@@ -63,7 +60,7 @@ func (f *Backend) Ensure(_ context.Context, o fwapi.Owner, r fwapi.Rules) error 
 	if f.EnsureErr != nil {
 		return f.EnsureErr
 	}
-	if f.Conflicts && f.Kind != fwapi.KindIPTables {
+	if f.Conflicts && f.Kind != KindIPTables {
 		want := heldKeys(r)
 		for other, rules := range f.state {
 			if other == o {
@@ -72,7 +69,7 @@ func (f *Backend) Ensure(_ context.Context, o fwapi.Owner, r fwapi.Rules) error 
 			for _, k := range heldKeys(rules) {
 				for _, w := range want {
 					if k.overlaps(w) {
-						return types.Errorf(fwapi.ErrConflict, "%s: %s is held by %s", o, k, other)
+						return types.Errorf(ErrConflict, "%s: %s is held by %s", o, k, other)
 					}
 				}
 			}
@@ -107,7 +104,7 @@ func (k heldKey) String() string {
 // heldKeys are the keys of an owner's map elements for host ports
 // (single ports and ranges, which must not overlap) and masqueraded
 // addresses.
-func heldKeys(r fwapi.Rules) []heldKey {
+func heldKeys(r Rules) []heldKey {
 	var out []heldKey
 	for _, m := range r.Masq {
 		out = append(out, heldKey{what: "masqueraded address " + m.Addr.IP.String()})
@@ -130,7 +127,7 @@ func heldKeys(r fwapi.Rules) []heldKey {
 }
 
 // Remove forgets the owner.
-func (f *Backend) Remove(_ context.Context, o fwapi.Owner) error {
+func (f *Fake) Remove(_ context.Context, o Owner) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("remove %s", o); err != nil {
@@ -140,29 +137,29 @@ func (f *Backend) Remove(_ context.Context, o fwapi.Owner) error {
 	return nil
 }
 
-// Check fails with fwapi.ErrMissing unless the owner's recorded rules render to
+// Check fails with ErrMissing unless the owner's recorded rules render to
 // the same text as r.
-func (f *Backend) Check(_ context.Context, o fwapi.Owner, r fwapi.Rules) error {
+func (f *Fake) Check(_ context.Context, o Owner, r Rules) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("check %s", o); err != nil {
 		return err
 	}
 	have, ok := f.state[o]
-	if !ok || f.render(o, have) != f.render(o, r) {
-		return types.Errorf(fwapi.ErrMissing, "%s: rules differ from the recorded ones", o)
+	if !ok || render(f.Kind, o, have) != render(f.Kind, o, r) {
+		return types.Errorf(ErrMissing, "%s: rules differ from the recorded ones", o)
 	}
 	return nil
 }
 
 // GC forgets the network's owners that are not kept.
-func (f *Backend) GC(_ context.Context, plugin, network string, keep []fwapi.Owner) error {
+func (f *Fake) GC(_ context.Context, plugin, network string, keep []Owner) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("gc %s/%s keep %d", plugin, network, len(keep)); err != nil {
 		return err
 	}
-	kept := map[fwapi.Owner]bool{}
+	kept := map[Owner]bool{}
 	for _, o := range keep {
 		o.Plugin, o.Network = plugin, network
 		kept[o] = true
@@ -176,26 +173,26 @@ func (f *Backend) GC(_ context.Context, plugin, network string, keep []fwapi.Own
 }
 
 // Mapped returns the mappings recorded for the owner.
-func (f *Backend) Mapped(_ context.Context, o fwapi.Owner) ([]fwapi.PortMapping, error) {
+func (f *Fake) Mapped(_ context.Context, o Owner) ([]PortMapping, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("mapped %s", o); err != nil {
 		return nil, err
 	}
 	if pm := f.state[o].PortMaps; pm != nil {
-		return append([]fwapi.PortMapping{}, pm.Mappings...), nil
+		return append([]PortMapping{}, pm.Mappings...), nil
 	}
 	return nil, nil
 }
 
 // Usable returns Err.
-func (f *Backend) Usable(context.Context) error { return f.Err }
+func (f *Fake) Usable(context.Context) error { return f.Err }
 
 // Owners returns the owners with rules, sorted.
-func (f *Backend) Owners() []fwapi.Owner {
+func (f *Fake) Owners() []Owner {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]fwapi.Owner, 0, len(f.state))
+	out := make([]Owner, 0, len(f.state))
 	for o := range f.state {
 		out = append(out, o)
 	}
@@ -204,41 +201,37 @@ func (f *Backend) Owners() []fwapi.Owner {
 }
 
 // Calls returns the calls made so far, one line each.
-func (f *Backend) Calls() []string {
+func (f *Fake) Calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string{}, f.calls...)
 }
 
 // Dump returns, per owner in order, the text the backend would write.
-func (f *Backend) Dump() string {
+func (f *Fake) Dump() string {
 	var b strings.Builder
 	for _, o := range f.Owners() {
 		f.mu.Lock()
-		fmt.Fprintf(&b, "# owner %s\n%s", o, f.render(o, f.state[o]))
+		fmt.Fprintf(&b, "# owner %s\n%s", o, render(f.Kind, o, f.state[o]))
 		f.mu.Unlock()
 	}
 	return b.String()
 }
 
-func (f *Backend) render(o fwapi.Owner, r fwapi.Rules) string {
-	return Render(f.Kind, o, r)
-}
-
-// Render returns the transaction text a backend of the given kind writes
+// render returns the transaction text a backend of the given kind writes
 // for an owner with no rules yet: the nft script, or the iptables-restore
 // payloads (IPv4 then IPv6) followed by the nft script of the spoof check.
-// Backend's Dump and Check compare it, and golden files hold it.
-func Render(kind string, o fwapi.Owner, r fwapi.Rules) string {
+// Fake's Dump and Check compare it, and golden files hold it.
+func render(kind string, o Owner, r Rules) string {
 	var guard string
 	if r.NeedsLocalnetGuard() {
 		guard = "# localnet guard (nft)\n" + strings.Join(nftmodel.LocalnetGuard().Lines(), "\n") + "\n"
 	}
-	if kind != fwapi.KindIPTables {
+	if kind != KindIPTables {
 		return nftables.Script(o, r) + guard
 	}
 	out := natchain.Payloads(o, r) + guard
-	if nft := iptables.NFTScript(o, r); nft != "" {
+	if nft := nftables.BridgeScript(o, r); nft != "" {
 		out += "# nft\n" + nft
 	}
 	return out

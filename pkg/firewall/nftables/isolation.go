@@ -1,4 +1,4 @@
-package bridgechains
+package nftables
 
 import (
 	"slices"
@@ -10,8 +10,8 @@ import (
 	"cnisuite/pkg/firewall/nftrule"
 )
 
-// Isolation returns the owner chains and the network chains iso needs.
-func Isolation(o fwapi.Owner, iso *fwapi.Isolation) []nftmodel.Chain {
+// isolation returns the owner chains and the network chains iso needs.
+func isolation(o fwapi.Owner, iso *fwapi.Isolation) []nftmodel.Chain {
 	var out []nftmodel.Chain
 	if iso.NoICC {
 		out = append(out, iccChains(o, iso)...)

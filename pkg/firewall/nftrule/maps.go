@@ -1,9 +1,10 @@
-// Package nftmaps holds the named sets and maps of our nftables tables and
-// how their elements are written: as nft text (the keys our rules'
-// comments name, the golden files hold) and as the bytes the kernel keeps
-// (what a netlink batch carries). Package nftmodel builds the chains and
-// transactions around them.
-package nftmaps
+package nftrule
+
+// The named sets and maps of our nftables tables and how their elements
+// are written: as nft text (the keys our rules' comments name, the golden
+// files hold) and as the bytes the kernel keeps (what a netlink batch
+// carries). Package nftmodel builds the chains and transactions around
+// them.
 
 import (
 	"encoding/binary"
@@ -13,7 +14,6 @@ import (
 	"strings"
 
 	"cnisuite/pkg/firewall/fwapi"
-	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
 )
 
@@ -196,17 +196,11 @@ type Table = netfilter.Table
 // it: its key and, in a data map, its value (Data).
 type Elem struct{ Set, Key, Data string }
 
-// ElemKey encodes an element key written as text ("10.0.0.2 . tcp . 80").
+// ElemKeys encodes an element key written as text ("10.0.0.2 . tcp . 80").
 // google/nftables takes keys as bytes too (SetElement.Key) and encodes no
 // text: our elements are written in our comments as text, so the encoding
-// lives here, next to the map types it follows.
-func ElemKey(t Table, el Elem) ([]byte, error) {
-	key, _, err := ElemKeys(t, el)
-	return key, err
-}
-
-// ElemKeys is ElemKey for any map: for an element of an Interval map it
-// also returns the key of the range's end ("tcp . 8000-8100" gives the
+// lives here, next to the map types it follows. For an element of an
+// Interval map it also returns the key of the range's end ("tcp . 8000-8100" gives the
 // keys of "tcp . 8000" and "tcp . 8100"; "10.88.0.2 . 10.88.0.0/16" those
 // of "10.88.0.2 . 10.88.0.0" and "10.88.0.2 . 10.88.255.255"; a single
 // value is a range of one).
@@ -302,15 +296,15 @@ func fieldBytes(t Table, f, s string) ([]byte, error) {
 		if ip == nil || (t.Family == "ip") != fwapi.IsV4(ip) {
 			return nil, fmt.Errorf("%q is not an address of family %s", s, t.Family)
 		}
-		return nftrule.FamIP(t.Family == "ip", ip), nil
+		return famIP(t.Family == "ip", ip), nil
 	case "addr4", "addr6":
 		ip := net.ParseIP(s)
 		if ip == nil || (f == "addr4") != fwapi.IsV4(ip) {
 			return nil, fmt.Errorf("%q is not an address of type %s", s, f)
 		}
-		return nftrule.FamIP(f == "addr4", ip), nil
+		return famIP(f == "addr4", ip), nil
 	case "proto":
-		p, ok := nftrule.ProtoNumbers[s]
+		p, ok := ProtoNumbers[s]
 		if !ok {
 			return nil, fmt.Errorf("unknown protocol %q", s)
 		}

@@ -1,4 +1,4 @@
-package xtnft
+package natchain
 
 import (
 	"github.com/google/nftables/expr"
@@ -7,7 +7,7 @@ import (
 	"cnisuite/pkg/netfilter"
 )
 
-// DumpedSource returns what a dumped rule's "-s" compares (Rule.Source
+// DumpedSource returns what a dumped rule's "-s" compares (Encoded.Source
 // of the same spec), or nil: the data of the comparison that follows the
 // load of the source address. exprs is NFTA_RULE_EXPRESSIONS as the kernel
 // dumps it.

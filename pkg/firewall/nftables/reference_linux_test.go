@@ -1,4 +1,4 @@
-package reference_test
+package nftables_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 
 	"cnisuite/pkg/firewall"
 	"cnisuite/pkg/firewall/fwapi"
+	"cnisuite/pkg/firewall/nftables"
 	"cnisuite/pkg/firewall/nftmodel"
-	"cnisuite/pkg/firewall/reference"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/pkg/types"
 	"cnisuite/test/fwtest"
@@ -32,8 +32,8 @@ type refState struct {
 
 func TestNames(t *testing.T) {
 	tests := []struct{ got, want string }{
-		{reference.MasqChain(fwapi.Owner{Network: "test", ContainerID: "1234"}), "CNI-2bbe0c48b91a7d1b8a6753a8"},
-		{reference.DNChain(fwapi.Owner{Network: "test", ContainerID: "1234"}), "CNI-DN-2bbe0c48b91a7d1b8a675"},
+		{nftables.RefMasqChain(fwapi.Owner{Network: "test", ContainerID: "1234"}), "CNI-2bbe0c48b91a7d1b8a6753a8"},
+		{nftables.RefDNChain(fwapi.Owner{Network: "test", ContainerID: "1234"}), "CNI-DN-2bbe0c48b91a7d1b8a675"},
 	}
 	for _, tc := range tests {
 		if tc.got != tc.want {
@@ -46,8 +46,8 @@ func refCases() []refState {
 	o1 := func(p string) fwapi.Owner {
 		return fwapi.Owner{Plugin: p, Network: "net1", ContainerID: "ctr1", IfName: "eth0"}
 	}
-	dn := func(cid string) string { return reference.DNChain(fwapi.Owner{Network: "net1", ContainerID: cid}) }
-	mq := func(cid string) string { return reference.MasqChain(fwapi.Owner{Network: "net1", ContainerID: cid}) }
+	dn := func(cid string) string { return nftables.RefDNChain(fwapi.Owner{Network: "net1", ContainerID: cid}) }
+	mq := func(cid string) string { return nftables.RefMasqChain(fwapi.Owner{Network: "net1", ContainerID: cid}) }
 	port := map[string]string{"ctr1": "8080", "ctr2": "8081"}
 	ip := map[string]string{"ctr1": "10.22.0.2", "ctr2": "10.22.0.3"}
 	return []refState{
@@ -76,7 +76,7 @@ add rule ip cni_hostport masquerading ip saddr 127.0.0.1 ip daddr %[3]s masquera
 			}},
 		{name: "bridge_nftables", owner: o1(fwapi.PluginBridge), shared: []string{"chain masq_checks"},
 			nft: func(cid string) string {
-				c := reference.Hash16("net1") + "-" + reference.Hash16("eth0:"+cid) + ", net: net1, if: eth0, id: " + cid
+				c := nftables.RefHash16("net1") + "-" + nftables.RefHash16("eth0:"+cid) + ", net: net1, if: eth0, id: " + cid
 				return fmt.Sprintf("add rule inet cni_plugins_masquerade masq_checks ip saddr %s ip daddr != 10.22.0.0/24 masquerade comment %q\n", ip[cid], c)
 			}},
 		{name: "bridge_spoofcheck", owner: o1(fwapi.PluginBridge), shared: []string{"table bridge nat"},
@@ -127,10 +127,10 @@ func TestRemoveDeletesReferenceRules(t *testing.T) {
 			t.Run(tc.name+"/"+kind, func(t *testing.T) {
 				fwtest.InNS(t, func() {
 					writeReference(t, tc)
-					gone := []string{"ctr1", reference.DNChain(tc.owner), reference.MasqChain(tc.owner)}
+					gone := []string{"ctr1", nftables.RefDNChain(tc.owner), nftables.RefMasqChain(tc.owner)}
 					before := refListing(t, tc)
-					if !strings.Contains(before, "ctr1") && !strings.Contains(before, reference.DNChain(tc.owner)) &&
-						!strings.Contains(before, reference.MasqChain(tc.owner)) {
+					if !strings.Contains(before, "ctr1") && !strings.Contains(before, nftables.RefDNChain(tc.owner)) &&
+						!strings.Contains(before, nftables.RefMasqChain(tc.owner)) {
 						t.Fatalf("setup wrote nothing of ctr1:\n%s", before)
 					}
 					b, err := firewall.New(ctx, kind)
@@ -198,7 +198,7 @@ func TestDeleteKeepsTheCause(t *testing.T) {
 	}
 	conn.Close()
 	for _, o := range []fwapi.Owner{fwtest.PortOwner, fwtest.BridgeOwner} {
-		err := reference.Delete(conn, o, &netfilter.Batch{})
+		err := nftables.DeleteReference(conn, o, &netfilter.Batch{})
 		if !errors.Is(err, unix.EBADF) || types.Code(err) != types.CodeIO {
 			t.Errorf("Delete(%s) on a closed socket = %v (code %d), want EBADF wrapped, code %d", o.Plugin, err, types.Code(err), types.CodeIO)
 		}

@@ -1,4 +1,4 @@
-package xtnft
+package natchain
 
 import (
 	"encoding/binary"
@@ -16,8 +16,8 @@ import (
 // encodes.
 var ErrUnsupported = errors.New("rule spec not encodable over netlink")
 
-// Rule is an iptables rule as iptables-nft writes it.
-type Rule struct {
+// Encoded is a rule as iptables-nft writes it.
+type Encoded struct {
 	Exprs []expr.Any
 	// Proto is the "-p" protocol number (0 for none): the compat
 	// attribute of the rule message.
@@ -45,24 +45,24 @@ type spec struct {
 // Encode encodes a rule spec (the arguments after "-A <chain>") of the IPv4
 // or the IPv6 family.
 // Equivalent to: iptables -A <chain> <args…> (or ip6tables)
-func Encode(args []string, v4 bool) (Rule, error) {
+func Encode(args []string, v4 bool) (Encoded, error) {
 	s := &spec{v4: v4}
 	for i := 0; i < len(args); {
 		n, err := s.option(args[i:])
 		if err != nil {
-			return Rule{}, fmt.Errorf("%w: %q: %w", ErrUnsupported, strings.Join(args, " "), err)
+			return Encoded{}, fmt.Errorf("%w: %q: %w", ErrUnsupported, strings.Join(args, " "), err)
 		}
 		i += n
 	}
 	if s.target == nil {
-		return Rule{}, fmt.Errorf("%w: %q: no target", ErrUnsupported, strings.Join(args, " "))
+		return Encoded{}, fmt.Errorf("%w: %q: no target", ErrUnsupported, strings.Join(args, " "))
 	}
 	return s.rule(), nil
 }
 
 // rule assembles the expressions in iptables-nft's order.
-func (s *spec) rule() Rule {
-	r := Rule{Proto: uint32(s.proto), Comment: s.comment, Jump: s.jump}
+func (s *spec) rule() Encoded {
+	r := Encoded{Proto: uint32(s.proto), Comment: s.comment, Jump: s.jump}
 	if s.proto != 0 {
 		r.Exprs = append(r.Exprs,
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},

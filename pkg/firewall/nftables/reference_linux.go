@@ -1,4 +1,4 @@
-package reference
+package nftables
 
 import (
 	"crypto/sha512"
@@ -14,7 +14,7 @@ import (
 
 type table = netfilter.Table
 
-// Delete adds to batch the deletion of what the reference plugins
+// DeleteReference adds to batch the deletion of what the reference plugins
 // wrote for the same attachment, found over netlink on conn, so that the
 // common case (nothing there) costs a few lookups and no process:
 //
@@ -29,7 +29,7 @@ type table = netfilter.Table
 // Rules written by iptables-legacy are not visible over netlink and are
 // left alone. Jumps are deleted by rule handle, which costs nothing per
 // other rule of the parent chain (iptables -D would compare them all).
-func Delete(conn *netfilter.Conn, o fwapi.Owner, batch *netfilter.Batch) error {
+func DeleteReference(conn *netfilter.Conn, o fwapi.Owner, batch *netfilter.Batch) error {
 	var errs []error
 	collect := func(err error) { errs = append(errs, err) }
 	switch o.Plugin {
@@ -40,16 +40,16 @@ func Delete(conn *netfilter.Conn, o fwapi.Owner, batch *netfilter.Batch) error {
 					return r.Comment == o.ContainerID
 				}))
 			}
-			collect(refChain(conn, batch, table{Family: fam, Name: "nat"}, DNChain(o), "CNI-HOSTPORT-DNAT"))
+			collect(refChain(conn, batch, table{Family: fam, Name: "nat"}, refDNChain(o), "CNI-HOSTPORT-DNAT"))
 		}
 	case fwapi.PluginBridge:
-		prefix := Hash16(o.Network) + "-" + Hash16(o.IfName+":"+o.ContainerID)
+		prefix := refHash16(o.Network) + "-" + refHash16(o.IfName+":"+o.ContainerID)
 		collect(refDeleteRules(conn, batch, table{Family: "inet", Name: "cni_plugins_masquerade"}, "masq_checks", func(r netfilter.Rule) bool {
 			return strings.HasPrefix(r.Comment, prefix)
 		}))
 		collect(refSpoofCheck(conn, batch, o))
 		for _, fam := range []string{"ip", "ip6"} {
-			collect(refChain(conn, batch, table{Family: fam, Name: "nat"}, MasqChain(o), "POSTROUTING"))
+			collect(refChain(conn, batch, table{Family: fam, Name: "nat"}, refMasqChain(o), "POSTROUTING"))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -121,19 +121,19 @@ func refChain(conn *netfilter.Conn, batch *netfilter.Batch, t table, chain, pare
 	return nil
 }
 
-// MasqChain is the reference bridge's masquerade chain name:
+// refMasqChain is the reference bridge's masquerade chain name:
 // "CNI-" + sha512(net + id), 28 characters.
-func MasqChain(o fwapi.Owner) string {
+func refMasqChain(o fwapi.Owner) string {
 	return ("CNI-" + sha512Hex(o.Network+o.ContainerID))[:28]
 }
 
-// DNChain is the reference portmap's per-container DNAT chain name.
-func DNChain(o fwapi.Owner) string {
+// refDNChain is the reference portmap's per-container DNAT chain name.
+func refDNChain(o fwapi.Owner) string {
 	return ("CNI-DN-" + sha512Hex(o.Network+o.ContainerID))[:28]
 }
 
-// Hash16 is the reference nftables masquerade comment hash.
-func Hash16(s string) string { return sha512Hex(s)[:16] }
+// refHash16 is the reference nftables masquerade comment hash.
+func refHash16(s string) string { return sha512Hex(s)[:16] }
 
 func sha512Hex(s string) string {
 	sum := sha512.Sum512([]byte(s))

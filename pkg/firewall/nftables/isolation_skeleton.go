@@ -1,4 +1,4 @@
-package bridgechains
+package nftables
 
 import (
 	"github.com/google/nftables/expr"
@@ -8,14 +8,14 @@ import (
 	"cnisuite/pkg/netfilter"
 )
 
-// IsolationSkeletons returns both tables' maps and base chains.
-func IsolationSkeletons() []nftmodel.Skeleton {
-	return []nftmodel.Skeleton{IsoBridgeSkeleton(), IsoInetSkeleton()}
+// isolationSkeletons returns both tables' maps and base chains.
+func isolationSkeletons() []nftmodel.Skeleton {
+	return []nftmodel.Skeleton{isoBridgeSkeleton(), isoInetSkeleton()}
 }
 
-// IsoBridgeSkeleton: every frame the bridge forwards from one port to another
+// isoBridgeSkeleton: every frame the bridge forwards from one port to another
 // goes through the map of icc-off ports it came from.
-func IsoBridgeSkeleton() nftmodel.Skeleton {
+func isoBridgeSkeleton() nftmodel.Skeleton {
 	return nftmodel.Skeleton{
 		Table: nftmodel.IsoBridge,
 		Maps:  []nftmodel.Map{nftmodel.Maps["icc_from"], nftmodel.Maps["icc_to"]},
@@ -28,12 +28,12 @@ func IsoBridgeSkeleton() nftmodel.Skeleton {
 	}
 }
 
-// IsoInetSkeleton: forwarded packets, replies and port mappings accepted
+// isoInetSkeleton: forwarded packets, replies and port mappings accepted
 // first, then dispatched by destination address (icc) and by the bridge
 // they leave or enter (isolate, ingress filter). A node upgraded from a
 // version without the map ingress finds the skeleton not intact and
 // rewrites its base chain in the transaction of the next ADD.
-func IsoInetSkeleton() nftmodel.Skeleton {
+func isoInetSkeleton() nftmodel.Skeleton {
 	return nftmodel.Skeleton{
 		Table: nftmodel.IsoInet,
 		Maps: []nftmodel.Map{nftmodel.Maps["icc_addrs4"], nftmodel.Maps["icc_addrs6"],

@@ -1,4 +1,4 @@
-package bridgechains
+package nftables
 
 import (
 	"github.com/google/nftables/expr"
@@ -8,10 +8,10 @@ import (
 	"cnisuite/pkg/firewall/nftrule"
 )
 
-// SpoofSkeleton returns the table's maps and base chain: every frame entering
+// spoofSkeleton returns the table's maps and base chain: every frame entering
 // the bridge goes through the map of host interfaces, before anything else
 // (priority -300).
-func SpoofSkeleton() nftmodel.Skeleton {
+func spoofSkeleton() nftmodel.Skeleton {
 	return nftmodel.Skeleton{Table: nftmodel.Spoof, Maps: []nftmodel.Map{nftmodel.Maps["ifaces"]}, Chains: []nftmodel.Base{{
 		Name: "prerouting", Hook: nftmodel.HookPrerouting("filter", -300, "-300"),
 		Rules: []nftmodel.Rule{nftmodel.Build(nil,
@@ -19,11 +19,11 @@ func SpoofSkeleton() nftmodel.Skeleton {
 	}}}
 }
 
-// SpoofCheck returns the owner chain that drops frames from the host veth with
+// spoofCheck returns the owner chain that drops frames from the host veth with
 // a foreign source: one rule for the MAC, and per family present in IPs
 // one for the IP source (and ARP's sender address with IPv4), each
 // against an anonymous set.
-func SpoofCheck(o fwapi.Owner, sc *fwapi.SpoofCheck) nftmodel.Chain {
+func spoofCheck(o fwapi.Owner, sc *fwapi.SpoofCheck) nftmodel.Chain {
 	c := nftmodel.Chain{Table: nftmodel.Spoof, Name: nftmodel.ChainName(nftmodel.PrefixSpoof, o)}
 	elem := &nftmodel.Elem{Set: "ifaces", Key: `"` + sc.HostIface + `"`}
 	c.Rules = append(c.Rules, nftmodel.Build(elem, nftrule.EtherSaddr(sc.MAC, true), nftrule.Drop))

@@ -1,4 +1,4 @@
-package xtnft
+package natchain
 
 import (
 	"errors"
