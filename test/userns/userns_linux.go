@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -135,8 +136,8 @@ func child(m *testing.M, parent string) int {
 
 // enter checks the namespaces this process starts in and prepares them:
 // mounts private, a sysfs of this network namespace on /sys (so
-// /sys/class/net shows its links only), loopback up, as scripts/sandbox.sh
-// leaves its namespace.
+// /sys/class/net shows its links only), a tmpfs over every state directory,
+// loopback up, as scripts/sandbox.sh leaves its namespace.
 func enter(parent string) error {
 	if err := os.Unsetenv(childEnv); err != nil {
 		return err
@@ -157,6 +158,9 @@ func enter(parent string) error {
 	if err := unix.Mount("sysfs", "/sys", "sysfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mounting a sysfs of the new network namespace on /sys: %w", err)
 	}
+	if err := mountStateDirs(); err != nil {
+		return err
+	}
 	lo, err := netlink.LinkByName("lo")
 	if err == nil {
 		err = netlink.LinkSetUp(lo)
@@ -165,6 +169,55 @@ func enter(parent string) error {
 		return fmt.Errorf("setting lo up: %w", err)
 	}
 	return nil
+}
+
+// StateDirs are where plugins, runtimes and we keep state on a node, the
+// directories scripts/sandbox.sh hides: the child mounts an empty tmpfs
+// over each one that exists (a tmpfs is what the owner of a mount
+// namespace may mount), so what a test writes there is its own.
+var StateDirs = []string{"/run", "/var/lib/cni", "/etc/cni", "/opt/cni", "/var/lib/containers", "/var/lib/containerd", "/etc/containers"}
+
+// missingState lists the StateDirs the child found missing: it cannot
+// make them (as root of a user namespace mapped to the machine's root it
+// could, on the machine's own file system), so RequireStateDirs refuses
+// tests that would write there.
+var missingState []string
+
+// mountStateDirs mounts an empty tmpfs over every existing StateDirs entry,
+// and makes /run/netns and /run/lock as a fresh node has them.
+func mountStateDirs() error {
+	for _, d := range StateDirs {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			missingState = append(missingState, d)
+			continue
+		}
+		if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+			return fmt.Errorf("mounting a tmpfs over %s: %w", d, err)
+		}
+	}
+	for _, d := range []string{"/run/netns", "/run/lock"} {
+		if err := os.MkdirAll(d, 0o755); err != nil && !slices.Contains(missingState, "/run") {
+			return err
+		}
+	}
+	return nil
+}
+
+// RequireStateDirs is Require for a test that writes state where a node
+// keeps it (StateDirs): it also needs every one of them to be a tmpfs of
+// the test's own, and skips (fails under CNISUITE_REQUIRE_PRIVILEGED=1)
+// when one is missing on this machine.
+func RequireStateDirs(t testing.TB) {
+	t.Helper()
+	Require(t)
+	if len(missingState) == 0 {
+		return
+	}
+	msg := fmt.Sprintf("state directories %v do not exist on this machine, so no tmpfs of the test's own covers them", missingState)
+	if os.Getenv("CNISUITE_REQUIRE_PRIVILEGED") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
 }
 
 // ownedHere proves, whatever the environment says, that the network

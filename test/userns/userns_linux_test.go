@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/ns"
 )
@@ -110,5 +111,26 @@ func TestNewNSPathForCommands(t *testing.T) {
 	out, err := exec.Command("nsenter", "--net="+n.Path(), "ip", "-br", "link", "show").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "usernsbr2") {
 		t.Errorf("nsenter --net=%s ip link show: %v\n%s", n.Path(), err, out)
+	}
+}
+
+// TestStateDirsAreOwn: what a test writes under a state directory lands in
+// a tmpfs of its own, not on the machine's file system.
+func TestStateDirsAreOwn(t *testing.T) {
+	RequireStateDirs(t)
+	for _, d := range StateDirs {
+		var st unix.Statfs_t
+		if err := unix.Statfs(d, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Type != unix.TMPFS_MAGIC {
+			t.Errorf("%s is not a tmpfs (type %#x)", d, st.Type)
+		}
+		if entries, _ := os.ReadDir(d); d != "/run" && len(entries) > 0 {
+			t.Errorf("%s holds %d entries, want an empty tmpfs", d, len(entries))
+		}
+	}
+	if err := os.WriteFile("/run/cnisuite-userns-probe", []byte("x"), 0o644); err != nil {
+		t.Fatalf("writing under /run: %v", err)
 	}
 }
