@@ -10,7 +10,7 @@ import (
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/test/fwtest"
 	"cnisuite/test/golden"
-	"cnisuite/test/sandbox"
+	"cnisuite/test/userns"
 )
 
 func TestIPTPayloads(t *testing.T) {
@@ -28,9 +28,9 @@ func TestIPTPayloads(t *testing.T) {
 // TestCheckDetectsDeletedJump: with iptables, a jump into an owner chain
 // deleted behind our back makes Check fail.
 func TestCheckDetectsDeletedJump(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	ctx := context.Background()
-	fwtest.InNS(t, func() {
+	inNS(t, func() {
 		b := New()
 		r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6 = nil })
 		if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {

@@ -15,7 +15,7 @@ import (
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/test/fwtest"
-	"cnisuite/test/sandbox"
+	"cnisuite/test/userns"
 )
 
 // TestEnsureFallsBackToRestore: user conditions are written with
@@ -23,10 +23,10 @@ import (
 // without table nat gets it over netlink (TestNetlinkMakesTableNAT shows
 // it is what iptables-restore makes).
 func TestEnsureFallsBackToRestore(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	ctx := context.Background()
 	t.Run("conditions", func(t *testing.T) {
-		fwtest.InNS(t, func() {
+		inNS(t, func() {
 			primeNAT(t)
 			b := New()
 			r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ConditionsV4 = []string{"!", "-i", "cni0"} })
@@ -45,7 +45,7 @@ func TestEnsureFallsBackToRestore(t *testing.T) {
 		})
 	})
 	t.Run("no_nat_table", func(t *testing.T) {
-		fwtest.InNS(t, func() {
+		inNS(t, func() {
 			b := New()
 			r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6 = nil })
 			if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
@@ -75,9 +75,9 @@ func TestEnsureFallsBackToRestore(t *testing.T) {
 // "container" address through the DNAT rule Ensure wrote over netlink
 // (node-local traffic: the OUTPUT jump).
 func TestNetlinkDNATForwards(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	ctx := context.Background()
-	fwtest.InNS(t, func() {
+	inNS(t, func() {
 		upLoWith(t, "10.88.0.2/32", "192.0.2.1/32")
 		primeNAT(t)
 		b := withWriter(&nft{}) // netlink alone
@@ -100,9 +100,9 @@ func TestNetlinkDNATForwards(t *testing.T) {
 // "multiple -s flags". The conditions still decide which packets are
 // mapped.
 func TestConditionsBesideOwnAddresses(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	ctx := context.Background()
-	fwtest.InNS(t, func() {
+	inNS(t, func() {
 		upLoWith(t, "10.88.0.2/32", "192.0.2.1/32", "198.51.100.1/32")
 		primeNAT(t)
 		b := New()
@@ -147,13 +147,13 @@ func TestConditionsBesideOwnAddresses(t *testing.T) {
 // or the netlink writer writes them — the name as it is, as iptables-save
 // shows it — and Check and Remove find them.
 func TestOddInterfaceName(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	ctx := context.Background()
 	o := fwtest.PortOwner
 	o.IfName = "e\"\ufeff\\0"
 	for name, conds := range map[string][]string{"restore": {"!", "-i", "cni0"}, "netlink": nil} {
 		t.Run(name, func(t *testing.T) {
-			fwtest.InNS(t, func() {
+			inNS(t, func() {
 				primeNAT(t)
 				b := New()
 				r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6, p.ConditionsV4 = nil, conds })
@@ -226,11 +226,11 @@ func exchange(t *testing.T, addr, via string) string {
 // `iptables -S` shows, for each shape of DNAT rule: tcp, udp and sctp, a
 // host address as -d and, beside user conditions, as an iprange match.
 func TestMappedOverNetlink(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	ctx := context.Background()
 	for name, conds := range map[string][]string{"plain": nil, "conditions": {"!", "-d", "10.96.0.0/12"}} {
 		t.Run(name, func(t *testing.T) {
-			fwtest.InNS(t, func() {
+			inNS(t, func() {
 				r := fwtest.PortRules(t, func(p *fwapi.PortMaps) {
 					p.ConditionsV4 = conds
 					p.Mappings = append(p.Mappings,

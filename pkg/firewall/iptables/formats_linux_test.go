@@ -15,7 +15,7 @@ import (
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/test/fwtest"
 	"cnisuite/test/golden"
-	"cnisuite/test/sandbox"
+	"cnisuite/test/userns"
 )
 
 // formatOwners are the attachments of the kernel golden files: a bridge
@@ -45,11 +45,11 @@ func formatOwners(t *testing.T) []fwtest.Case {
 // checked to be the jump's in the kernel before it is normalized: a
 // handle is a number the table draws.
 func TestFormatKernelIPTables(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	ctx := context.Background()
 	for _, kind := range nodeKinds {
 		t.Run(kind.name, func(t *testing.T) {
-			fwtest.InNS(t, func() {
+			inNS(t, func() {
 				b := withWriter(kind.w())
 				for _, c := range formatOwners(t) {
 					if err := b.Ensure(ctx, c.Owner, c.Rules); err != nil {

@@ -12,17 +12,17 @@ import (
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/netfilter"
 	"cnisuite/test/fwtest"
-	"cnisuite/test/sandbox"
+	"cnisuite/test/userns"
 )
 
 // Ensure over netlink records the handles of the jumps it wrote, each a
 // jump into one of the owner's chains with the owner's tag; Remove deletes
 // everything and the record.
 func TestJumpsRecorded(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	ctx := context.Background()
 	r := fwtest.PortRules(t, func(*fwapi.PortMaps) {})
-	fwtest.InNS(t, func() {
+	inNS(t, func() {
 		primeNAT(t)
 		b := New()
 		o := fwtest.PortOwner
@@ -64,7 +64,7 @@ func TestJumpsRecorded(t *testing.T) {
 // (the table was rebuilt since, say) leaves that rule alone, and one that
 // misses a jump still removes everything.
 func TestJumpsRecordNotTrusted(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	ctx := context.Background()
 	r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6 = nil })
 	for name, lie := range map[string]func(t *testing.T, real []jump, foreign uint64) []jump{
@@ -74,7 +74,7 @@ func TestJumpsRecordNotTrusted(t *testing.T) {
 		"jump_missing": func(_ *testing.T, real []jump, _ uint64) []jump { return real[1:] },
 	} {
 		t.Run(name, func(t *testing.T) {
-			fwtest.InNS(t, func() {
+			inNS(t, func() {
 				primeNAT(t)
 				out, err := exec.Command("iptables", "-w", "-t", "nat", "-A", "POSTROUTING", "-s", "192.0.2.77/32", "-j", "ACCEPT").CombinedOutput()
 				if err != nil {
@@ -114,10 +114,10 @@ func foreignHandle(t *testing.T) uint64 {
 
 // GC of an owner no longer kept removes its record with its chains.
 func TestGCForgetsJumps(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	ctx := context.Background()
 	r := fwtest.PortRules(t, func(*fwapi.PortMaps) {})
-	fwtest.InNS(t, func() {
+	inNS(t, func() {
 		primeNAT(t)
 		b, o := New(), fwtest.PortOwner
 		if err := b.Ensure(ctx, o, r); err != nil {
@@ -145,10 +145,10 @@ func TestGCForgetsJumps(t *testing.T) {
 // iptables-save or iptables-restore to fall back on (&nft{}), and keeps
 // the chains of the owners kept.
 func TestGCOverNetlinkAlone(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	ctx := context.Background()
 	r := fwtest.PortRules(t, func(*fwapi.PortMaps) {})
-	fwtest.InNS(t, func() {
+	inNS(t, func() {
 		primeNAT(t)
 		b := withWriter(&nft{})
 		gone, kept := fwtest.PortOwner, fwtest.PortOwner
@@ -181,10 +181,10 @@ func TestGCOverNetlinkAlone(t *testing.T) {
 // the new owner's rules whole (a Remove that trusted the record would
 // delete them); its record goes with it.
 func TestRemoveAfterTableRebuilt(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	ctx := context.Background()
 	r := fwtest.PortRules(t, func(*fwapi.PortMaps) {})
-	fwtest.InNS(t, func() {
+	inNS(t, func() {
 		primeNAT(t)
 		b, old := New(), fwtest.PortOwner
 		if err := b.Ensure(ctx, old, r); err != nil {
@@ -224,10 +224,10 @@ func TestRemoveAfterTableRebuilt(t *testing.T) {
 // it into place leaves the temporary file; the owner's Remove deletes it
 // with the record. Before, it stayed (the soak found one).
 func TestRemoveForgetsHalfWrittenJumps(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	ctx := context.Background()
 	r := fwtest.PortRules(t, func(*fwapi.PortMaps) {})
-	fwtest.InNS(t, func() {
+	inNS(t, func() {
 		primeNAT(t)
 		b, o := New(), fwtest.PortOwner
 		if err := b.Ensure(ctx, o, r); err != nil {

@@ -8,7 +8,7 @@ import (
 
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/test/fwtest"
-	"cnisuite/test/sandbox"
+	"cnisuite/test/userns"
 )
 
 // nodeKinds are the writers of the kinds of iptables node, each with the
@@ -37,14 +37,14 @@ func savedNAT(t *testing.T, save string) string {
 // with "Parameter too long"); the jumps carry the bounded tag, which names
 // the owner's digest, and Check and Remove find them.
 func TestLongID(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	ctx := context.Background()
 	o := fwtest.PortOwner
 	o.ContainerID = strings.Repeat("c", 1000)
 	for _, kind := range nodeKinds {
 		for name, conds := range map[string][]string{"conditions": {"!", "-i", "cni0"}, "plain": nil} {
 			t.Run(kind.name+"/"+name, func(t *testing.T) {
-				fwtest.InNS(t, func() {
+				inNS(t, func() {
 					b := withWriter(kind.w())
 					r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ConditionsV4 = conds })
 					for i := 0; i < 2; i++ { // the second over the first's chains

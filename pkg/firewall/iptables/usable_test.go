@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"cnisuite/pkg/types"
-	"cnisuite/test/sandbox"
+	"cnisuite/test/userns"
 )
 
 // fakeNode is a machine with the given binaries (name → what the link
@@ -82,9 +82,9 @@ func TestUsableOnEachKindOfNode(t *testing.T) {
 // On this machine kind (iptables-nft 1.8.9, nf_tables in the kernel), the
 // real checks find iptables usable, read over netlink.
 func TestUsableOnThisNode(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	b := New()
-	if !b.nft {
+	if b.writer(); !b.nft {
 		t.Skip("iptables is not iptables-nft here; the fakes above cover the other kinds of node")
 	}
 	if err := b.Usable(context.Background()); err != nil {

@@ -15,7 +15,7 @@ import (
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/test/fwtest"
-	"cnisuite/test/sandbox"
+	"cnisuite/test/userns"
 )
 
 // primeNAT makes table nat with its built-in chains in both families, as a
@@ -97,7 +97,7 @@ func written(t *testing.T, w writer, o fwapi.Owner, sets ...fwapi.Rules) (save, 
 // writtenIn is written in a namespace with table nat (prime) or none.
 func writtenIn(t *testing.T, prime bool, w writer, o fwapi.Owner, sets ...fwapi.Rules) (save, dump string) {
 	t.Helper()
-	fwtest.InNS(t, func() {
+	inNS(t, func() {
 		if prime {
 			primeNAT(t)
 		}
@@ -138,7 +138,7 @@ func writeCases(t *testing.T) []fwtest.Case {
 // back in iptables-save, and in the kernel's own dump of expressions and
 // user data, exactly as what iptables-restore writes.
 func TestNetlinkWriteMatchesRestore(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	for _, c := range writeCases(t) {
 		t.Run(c.Name, func(t *testing.T) {
 			wantSave, wantDump := written(t, newLegacy(""), c.Owner, c.Rules)
@@ -162,7 +162,7 @@ func TestNetlinkWriteMatchesRestore(t *testing.T) {
 // kernel's dump read the same (and iptables-save finds the table
 // compatible).
 func TestNetlinkMakesTableNAT(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	for _, c := range writeCases(t) {
 		if c.Rules.PortMaps != nil && c.Rules.PortMaps.ExternalSetMarkChain != "" {
 			continue // the external chain is the node's, made by primeNAT
@@ -184,7 +184,7 @@ func TestNetlinkMakesTableNAT(t *testing.T) {
 // netlink (moved address, changed mappings, a family dropped) leaves what
 // iptables-restore writes for the new rules alone: no stale jump or chain.
 func TestNetlinkRewriteMatchesRestore(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	masq := func(addrs ...string) fwapi.Rules {
 		var r fwapi.Rules
 		for _, a := range addrs {
@@ -222,14 +222,14 @@ func TestNetlinkRewriteMatchesRestore(t *testing.T) {
 // TestIptablesDeletesNetlinkRules: iptables -D with the spec of each rule
 // and jump deletes what Ensure wrote over netlink; -F and -X then work.
 func TestIptablesDeletesNetlinkRules(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	cases := map[fwapi.Owner]fwapi.Rules{
 		fwtest.PortOwner: fwtest.PortRules(t, func(p *fwapi.PortMaps) {
 			p.Mappings = append(p.Mappings, fwapi.PortMapping{HostPort: 9090, ContainerPort: 90, Protocol: "sctp"})
 		}),
 		fwtest.BridgeOwner: {Masq: []fwapi.Masq{{Addr: *fwtest.CIDR(t, "10.88.0.2/16")}, {Addr: *fwtest.CIDR(t, "fd00:88::2/64")}}},
 	}
-	fwtest.InNS(t, func() {
+	inNS(t, func() {
 		primeNAT(t)
 		b := withWriter(&nft{}) // netlink alone
 		for o, r := range cases {
@@ -275,10 +275,10 @@ func deleteWithIptables(t *testing.T, cmd string, o fwapi.Owner, chains []natcha
 // Check passes after a netlink write and fails once a rule is deleted,
 // and Remove leaves nothing of the owner.
 func TestNetlinkLifecycle(t *testing.T) {
-	sandbox.Require(t)
+	userns.RequireStateDirs(t)
 	ctx := context.Background()
 	r := fwtest.PortRules(t, func(*fwapi.PortMaps) {})
-	fwtest.InNS(t, func() {
+	inNS(t, func() {
 		primeNAT(t)
 		b := withWriter(&nft{}) // netlink alone
 		if err := b.Ensure(ctx, fwtest.PortOwner, r); err != nil {
