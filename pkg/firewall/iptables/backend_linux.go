@@ -22,6 +22,9 @@ type Backend struct {
 	once sync.Once
 	w    writer // the node kind's, chosen at the first use
 	nft  bool   // iptables is iptables-nft: Usable asks nf_tables
+	// dial opens the call's netfilter socket: netfilter.Dial, or a
+	// Conn over nftfake in tests.
+	dial func() (*netfilter.Conn, error)
 }
 
 // writer reads and writes the owner chains of table nat on one kind of
@@ -57,7 +60,10 @@ type wanted struct {
 // whose network is on nftables never looks for iptables on PATH.
 func New() *Backend { return newOn(theNode) }
 
-func newOn(n node) *Backend { return &Backend{node: n} }
+func newOn(n node) *Backend { return &Backend{node: n, dial: netfilter.Dial} }
+
+// call starts what one Ensure, Remove, Check or GC shares.
+func (b *Backend) call() *call { return &call{dial: b.dial} }
 
 // writer returns the writer of the node's kind, choosing it at the first
 // call.
@@ -85,7 +91,7 @@ func (b *Backend) Usable(ctx context.Context) error {
 // that has something to write, then the localnet guard and the owner's
 // nftables chains.
 func (b *Backend) Ensure(ctx context.Context, o fwapi.Owner, r fwapi.Rules) error {
-	c := &call{}
+	c := b.call()
 	defer c.close()
 	for _, f := range families {
 		w := wanted{o: o, f: f, chains: natchain.Desired(o, r, f.v4), conds: natchain.HasConditions(r, f.v4)}
@@ -118,7 +124,7 @@ func (b *Backend) Ensure(ctx context.Context, o fwapi.Owner, r fwapi.Rules) erro
 // with iptables-nft in one netlink transaction, read again and retried
 // when what it read vanished before the commit.
 func (b *Backend) Remove(ctx context.Context, o fwapi.Owner) error {
-	c := &call{}
+	c := b.call()
 	defer c.close()
 	// What was read vanished before the commit (a reset of the node's
 	// firewall in between): read again and retry.
@@ -138,7 +144,7 @@ func (b *Backend) Remove(ctx context.Context, o fwapi.Owner) error {
 // Check compares the owner's chains with the rules r needs, by the digest
 // comment of each rule, checks the jumps, then the nftables chains.
 func (b *Backend) Check(ctx context.Context, o fwapi.Owner, r fwapi.Rules) error {
-	c := &call{}
+	c := b.call()
 	defer c.close()
 	var err error
 	for _, f := range families {

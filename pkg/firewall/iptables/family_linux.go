@@ -40,12 +40,20 @@ func (f family) String() string {
 // call holds what one Ensure, Remove, Check or GC shares: the netfilter
 // socket, dialled on first use (a legacy node's call may need none), for
 // the iptables-nft reads and writes, the localnet guard, the spoof check,
-// the isolation and the reference plugins' rules.
-type call struct{ conn *netfilter.Conn }
+// the isolation and the reference plugins' rules. dial is the backend's
+// (netfilter.Dial when nil).
+type call struct {
+	dial func() (*netfilter.Conn, error)
+	conn *netfilter.Conn
+}
 
 func (c *call) socket() (*netfilter.Conn, error) {
 	if c.conn == nil {
-		conn, err := netfilter.Dial()
+		dial := c.dial
+		if dial == nil {
+			dial = netfilter.Dial
+		}
+		conn, err := dial()
 		if err != nil {
 			return nil, types.Errorf(types.ErrIO, "%w", err)
 		}

@@ -24,7 +24,7 @@ func (b *Backend) GC(ctx context.Context, plugin, network string, keep []fwapi.O
 			kept[c] = true
 		}
 	}
-	c := &call{}
+	c := b.call()
 	defer c.close()
 	var errs []error
 	for _, f := range families {
@@ -89,7 +89,7 @@ func (l *legacy) gc(ctx context.Context, _ *call, f family, prefixes []string, k
 // Mapped returns the host ports the owner's DNAT chains forward, read back
 // from their rules in each family.
 func (b *Backend) Mapped(ctx context.Context, o fwapi.Owner) ([]fwapi.PortMapping, error) {
-	c := &call{}
+	c := b.call()
 	defer c.close()
 	var out []fwapi.PortMapping
 	for _, f := range families {
