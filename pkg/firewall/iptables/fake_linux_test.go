@@ -629,3 +629,51 @@ func TestFakeReadsFail(t *testing.T) {
 	// The failed Remove forgot the record (the next one dumps instead).
 	assertHoldsIn(t, fake, o, r, families, false)
 }
+
+// TestFakeRecordNotTrusted: Remove follows the record of the jumps only
+// when every handle in it is a jump of the owner: a record missing a jump
+// (the kernel then refuses to delete the chain still in use), naming
+// another's rule, or unreadable, makes it dump the built-in chains, and
+// it removes everything of the owner and nothing of another's.
+func TestFakeRecordNotTrusted(t *testing.T) {
+	ctx := context.Background()
+	all := owners(t)
+	o, other := all[1], all[2]
+	v4 := family{v4: true}
+	for name, lie := range map[string]func(t *testing.T, real, others []jump){
+		"jump_missing": func(t *testing.T, real, _ []jump) { saveJumps(v4, o.Owner, real[1:]) },
+		"foreign_rule": func(t *testing.T, real, others []jump) {
+			saveJumps(v4, o.Owner, append([]jump{others[0]}, real[1:]...))
+		},
+		"garbage": func(t *testing.T, _, _ []jump) {
+			j, err := jumpsFileFor(v4, o.Owner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := j.dir(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if err := d.Overwrite(j.name, []byte("INPUT 7\nPREROUTING x\n")); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, fake := onFake(t)
+			ensureAll(t, b, []fwtest.Case{o, other})
+			real, ok := loadJumps(v4, o.Owner)
+			others, ok2 := loadJumps(v4, other.Owner)
+			if !ok || !ok2 {
+				t.Fatalf("no records after Ensure: %v %v", real, others)
+			}
+			lie(t, real, others)
+			if err := b.Remove(ctx, o.Owner); err != nil {
+				t.Fatalf("Remove: %v", err)
+			}
+			assertGone(t, fake, o.Owner)
+			assertHolds(t, fake, other.Owner, other.Rules)
+		})
+	}
+}
