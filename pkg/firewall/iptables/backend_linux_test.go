@@ -18,7 +18,7 @@ func TestIPTPayloads(t *testing.T) {
 	desired := natchain.Desired(fwtest.BridgeOwner, r, true)
 	existing := map[string][]string{desired[0].Name: natchain.Sources(desired[0].Rules)}
 	moved := fwapi.Rules{Masq: []fwapi.Masq{{Addr: *fwtest.CIDR(t, "10.88.0.3/16")}}}
-	golden.Check(t, "ipt_update_masq", natchain.EnsurePayload(fwtest.BridgeOwner, natchain.Desired(fwtest.BridgeOwner, moved, true), existing))
+	golden.Check(t, "ipt_update_masq", natchain.EnsurePayload(fwtest.BridgeOwner, natchain.Desired(fwtest.BridgeOwner, moved, true), existing, nil))
 	golden.Check(t, "ipt_remove_masq", natchain.RemovePayload(fwtest.BridgeOwner, existing))
 	pd := natchain.Desired(fwtest.PortOwner, fwtest.PortRules(t, func(*fwapi.PortMaps) {}), true)
 	pe := natchain.WithCompanions(fwtest.PortOwner, map[string][]string{pd[0].Name: natchain.Sources(pd[0].Rules)})

@@ -643,7 +643,7 @@ func TestFakeRecordNotTrusted(t *testing.T) {
 	for name, lie := range map[string]func(t *testing.T, real, others []jump){
 		"jump_missing": func(t *testing.T, real, _ []jump) { saveJumps(v4, o.Owner, real[1:]) },
 		"foreign_rule": func(t *testing.T, real, others []jump) {
-			saveJumps(v4, o.Owner, append([]jump{others[0]}, real[1:]...))
+			saveJumps(v4, o.Owner, append(real, others[0]))
 		},
 		"garbage": func(t *testing.T, _, _ []jump) {
 			j, err := jumpsFileFor(v4, o.Owner)

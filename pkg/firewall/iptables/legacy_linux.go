@@ -157,7 +157,23 @@ func (l *legacy) ensureFamily(ctx context.Context, o fwapi.Owner, f family, want
 	if len(want) == 0 && len(existing) == 0 {
 		return nil
 	}
-	return t.restoreNoflush(ctx, natchain.EnsurePayload(o, want, existing))
+	return t.restoreNoflush(ctx, natchain.EnsurePayload(o, want, existing, t.presentJumps(ctx, o, existing)))
+}
+
+// presentJumps asks iptables -C which of the jumps the existing chains
+// should have are in place, so that the payload adds a jump deleted behind
+// our back again (Ensure makes the rules exactly what they must be) and
+// does not delete it. Only an Ensure over existing chains pays for it:
+// one process per jump. (A failing iptables -C counts as a missing jump:
+// if iptables itself fails, so does the payload.)
+func (t tools) presentJumps(ctx context.Context, o fwapi.Owner, existing map[string][]string) func(natchain.Jump) bool {
+	in := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(existing)) {
+		for _, j := range natchain.Jumps(o, name, existing[name]) {
+			in[j.Parent+" "+j.Rule.String()] = t.checkJump(ctx, o, j) == nil
+		}
+	}
+	return func(j natchain.Jump) bool { return in[j.Parent+" "+j.Rule.String()] }
 }
 
 // remove deletes the owner's chains and their jumps with one

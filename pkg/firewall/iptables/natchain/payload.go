@@ -16,8 +16,14 @@ func Line(action string, r Rule) string { return action + " " + r.String() }
 // EnsurePayload renders the iptables-restore --noflush payload turning the
 // existing owner chains (name → the sources of their rules, see Sources)
 // into the desired ones. Declaring a chain flushes it, so rewriting it is
-// one line; jumps are added or deleted by difference.
-func EnsurePayload(o fwapi.Owner, desired []Chain, existing map[string][]string) string {
+// one line; jumps are added or deleted by difference with the existing
+// chains' jumps that present finds in place (nil: all of them), so that a
+// jump deleted behind our back is added again, and not deleted (a -D of a
+// missing rule fails the whole payload).
+func EnsurePayload(o fwapi.Owner, desired []Chain, existing map[string][]string, present func(Jump) bool) string {
+	if present == nil {
+		present = func(Jump) bool { return true }
+	}
 	lines := []string{"*nat"}
 	want := map[string]bool{}
 	for _, c := range desired {
@@ -26,7 +32,7 @@ func EnsurePayload(o fwapi.Owner, desired []Chain, existing map[string][]string)
 	}
 	for _, name := range slices.Sorted(maps.Keys(existing)) {
 		if !want[name] {
-			lines = append(lines, deleteChain(o, name, existing[name])...)
+			lines = append(lines, deleteChain(o, name, existing[name], present)...)
 		}
 	}
 	for _, c := range desired {
@@ -37,7 +43,7 @@ func EnsurePayload(o fwapi.Owner, desired []Chain, existing map[string][]string)
 		have := map[string]bool{}
 		if had {
 			for _, j := range Jumps(o, c.Name, old) {
-				have[j.key()] = true
+				have[j.key()] = present(j)
 			}
 		}
 		wanted := map[string]bool{}
@@ -48,7 +54,7 @@ func EnsurePayload(o fwapi.Owner, desired []Chain, existing map[string][]string)
 			}
 		}
 		for _, j := range Jumps(o, c.Name, old) {
-			if had && !wanted[j.key()] {
+			if have[j.key()] && !wanted[j.key()] {
 				lines = append(lines, Line("-D "+j.Parent, j.Rule))
 			}
 		}
@@ -66,15 +72,19 @@ func RemovePayload(o fwapi.Owner, existing map[string][]string) string {
 	}
 	lines := []string{"*nat"}
 	for _, name := range slices.Sorted(maps.Keys(existing)) {
-		lines = append(lines, deleteChain(o, name, existing[name])...)
+		lines = append(lines, deleteChain(o, name, existing[name], nil)...)
 	}
 	return strings.Join(append(lines, "COMMIT"), "\n") + "\n"
 }
 
-func deleteChain(o fwapi.Owner, chain string, sources []string) []string {
+// deleteChain deletes a chain and the jumps into it that present finds
+// (nil: all).
+func deleteChain(o fwapi.Owner, chain string, sources []string, present func(Jump) bool) []string {
 	var lines []string
 	for _, j := range Jumps(o, chain, sources) {
-		lines = append(lines, Line("-D "+j.Parent, j.Rule))
+		if present == nil || present(j) {
+			lines = append(lines, Line("-D "+j.Parent, j.Rule))
+		}
 	}
 	return append(lines, "-F "+chain, "-X "+chain)
 }
@@ -90,7 +100,7 @@ func Payloads(o fwapi.Owner, r fwapi.Rules) string {
 			cmd = "iptables-restore"
 		}
 		if d := Desired(o, r, v4); len(d) > 0 {
-			fmt.Fprintf(&b, "# %s\n%s", cmd, EnsurePayload(o, d, nil))
+			fmt.Fprintf(&b, "# %s\n%s", cmd, EnsurePayload(o, d, nil, nil))
 		}
 	}
 	return b.String()
