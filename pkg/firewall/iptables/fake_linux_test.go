@@ -325,28 +325,7 @@ func TestFakeRemoveKeepsOthers(t *testing.T) {
 // as iptables-restore of the new rules would.
 func TestFakeRewrite(t *testing.T) {
 	ctx := context.Background()
-	masq := func(addrs ...string) fwapi.Rules {
-		var r fwapi.Rules
-		for _, a := range addrs {
-			r.Masq = append(r.Masq, fwapi.Masq{Addr: *fwtest.CIDR(t, a)})
-		}
-		return r
-	}
-	tests := []struct {
-		name     string
-		o        fwapi.Owner
-		old, new fwapi.Rules
-	}{
-		{"masq_moved", fwtest.BridgeOwner, masq("10.88.0.2/16", "fd00:88::2/64"), masq("10.88.0.3/16", "fd00:88::3/64")},
-		{"masq_v6_dropped", fwtest.BridgeOwner, masq("10.88.0.2/16", "fd00:88::2/64"), masq("10.88.0.2/16")},
-		{"masq_one_of_two", fwtest.BridgeOwner, masq("10.88.0.2/16", "10.99.0.2/16"), masq("10.99.0.2/16")},
-		{"masq_none", fwtest.BridgeOwner, masq("10.88.0.2/16"), fwapi.Rules{}},
-		{"portmap_changed", fwtest.PortOwner, fwtest.PortRules(t, func(*fwapi.PortMaps) {}),
-			fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6, p.Mappings = nil, p.Mappings[:1] })},
-		{"portmap_external_mark", fwtest.PortOwner, fwtest.PortRules(t, func(*fwapi.PortMaps) {}),
-			fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ExternalSetMarkChain = "KUBE-MARK-MASQ" })},
-	}
-	for _, tc := range tests {
+	for _, tc := range rewriteCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			b, fake := onFake(t)
 			primeFake(t, fake)
@@ -614,13 +593,7 @@ func TestFakeReadsFail(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake.FailReads(unix.EPERM)
-	for name, call := range map[string]func() error{
-		"Ensure": func() error { return b.Ensure(ctx, o, r) },
-		"Check":  func() error { return b.Check(ctx, o, r) },
-		"Remove": func() error { return b.Remove(ctx, o) },
-		"GC":     func() error { return b.GC(ctx, o.Plugin, o.Network, nil) },
-		"Mapped": func() error { _, err := b.Mapped(ctx, o); return err },
-	} {
+	for name, call := range everyCall(b, o, r) {
 		if err := call(); !errors.Is(err, unix.EPERM) || errors.Is(err, fwapi.ErrMissing) {
 			t.Errorf("%s with reads refused = %v, want EPERM", name, err)
 		}
@@ -675,5 +648,17 @@ func TestFakeRecordNotTrusted(t *testing.T) {
 			assertGone(t, fake, o.Owner)
 			assertHolds(t, fake, other.Owner, other.Rules)
 		})
+	}
+}
+
+// everyCall returns each call of the backend for o and r, by name.
+func everyCall(b *Backend, o fwapi.Owner, r fwapi.Rules) map[string]func() error {
+	ctx := context.Background()
+	return map[string]func() error{
+		"Ensure": func() error { return b.Ensure(ctx, o, r) },
+		"Check":  func() error { return b.Check(ctx, o, r) },
+		"Remove": func() error { return b.Remove(ctx, o) },
+		"GC":     func() error { return b.GC(ctx, o.Plugin, o.Network, nil) },
+		"Mapped": func() error { _, err := b.Mapped(ctx, o); return err },
 	}
 }

@@ -173,13 +173,7 @@ func TestLegacyToolsMissing(t *testing.T) {
 	o, r := fwtest.PortOwner, fwtest.PortRules(t, func(*fwapi.PortMaps) {})
 	inNS(t, func() {
 		b := withWriter(newLegacy("-none"))
-		for name, call := range map[string]func() error{
-			"Ensure": func() error { return b.Ensure(ctx, o, r) },
-			"Check":  func() error { return b.Check(ctx, o, r) },
-			"Remove": func() error { return b.Remove(ctx, o) },
-			"GC":     func() error { return b.GC(ctx, o.Plugin, o.Network, nil) },
-			"Mapped": func() error { _, err := b.Mapped(ctx, o); return err },
-		} {
+		for name, call := range everyCall(b, o, r) {
 			if err := call(); err == nil || !errors.Is(err, types.ErrIO) {
 				t.Errorf("%s without the tools = %v (code %d), want an I/O error", name, err, types.Code(err))
 			}

@@ -180,11 +180,16 @@ func TestNetlinkMakesTableNAT(t *testing.T) {
 	}
 }
 
-// TestNetlinkRewriteMatchesRestore: rewriting an owner's chains over
-// netlink (moved address, changed mappings, a family dropped) leaves what
-// iptables-restore writes for the new rules alone: no stale jump or chain.
-func TestNetlinkRewriteMatchesRestore(t *testing.T) {
-	userns.RequireStateDirs(t)
+// rewrite is an owner's rules changed: Ensure of old, then of new.
+type rewrite struct {
+	name     string
+	o        fwapi.Owner
+	old, new fwapi.Rules
+}
+
+// rewriteCases move an address, drop a family or an address, drop all,
+// change the mappings, and turn to an external mark chain.
+func rewriteCases(t *testing.T) []rewrite {
 	masq := func(addrs ...string) fwapi.Rules {
 		var r fwapi.Rules
 		for _, a := range addrs {
@@ -192,20 +197,24 @@ func TestNetlinkRewriteMatchesRestore(t *testing.T) {
 		}
 		return r
 	}
-	tests := []struct {
-		name     string
-		o        fwapi.Owner
-		old, new fwapi.Rules
-	}{
+	return []rewrite{
 		{"masq_moved", fwtest.BridgeOwner, masq("10.88.0.2/16", "fd00:88::2/64"), masq("10.88.0.3/16", "fd00:88::3/64")},
 		{"masq_v6_dropped", fwtest.BridgeOwner, masq("10.88.0.2/16", "fd00:88::2/64"), masq("10.88.0.2/16")},
 		{"masq_one_of_two", fwtest.BridgeOwner, masq("10.88.0.2/16", "10.99.0.2/16"), masq("10.99.0.2/16")},
+		{"masq_none", fwtest.BridgeOwner, masq("10.88.0.2/16"), fwapi.Rules{}},
 		{"portmap_changed", fwtest.PortOwner, fwtest.PortRules(t, func(*fwapi.PortMaps) {}),
 			fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6, p.Mappings = nil, p.Mappings[:1] })},
 		{"portmap_external_mark", fwtest.PortOwner, fwtest.PortRules(t, func(*fwapi.PortMaps) {}),
 			fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ExternalSetMarkChain = "KUBE-MARK-MASQ" })},
 	}
-	for _, tc := range tests {
+}
+
+// TestNetlinkRewriteMatchesRestore: rewriting an owner's chains over
+// netlink (moved address, changed mappings, a family dropped) leaves what
+// iptables-restore writes for the new rules alone: no stale jump or chain.
+func TestNetlinkRewriteMatchesRestore(t *testing.T) {
+	userns.RequireStateDirs(t)
+	for _, tc := range rewriteCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			wantSave, wantDump := written(t, newLegacy(""), tc.o, tc.new)
 			gotSave, gotDump := written(t, &nft{}, tc.o, tc.old, tc.new)
