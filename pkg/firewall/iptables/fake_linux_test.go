@@ -662,3 +662,40 @@ func everyCall(b *Backend, o fwapi.Owner, r fwapi.Rules) map[string]func() error
 		"Mapped": func() error { _, err := b.Mapped(ctx, o); return err },
 	}
 }
+
+// TestFakeBridgeChains: the rules iptables lacks (spoof check, isolation)
+// go to our nftables tables on the same socket: Check finds them, names a
+// table deleted behind our back, Ensure writes it again, and Remove
+// leaves no chain, rule or map element of the owner in any table.
+func TestFakeBridgeChains(t *testing.T) {
+	ctx := context.Background()
+	b, fake := onFake(t)
+	o, r := fwtest.BridgeOwner, fwtest.BridgeRules(t)
+	r.Isolation = fwtest.IsolationRules(func(i *fwapi.Isolation) { i.NoICC = true }).Isolation
+	if err := b.Ensure(ctx, o, r); err != nil {
+		t.Fatalf("Ensure: %v", err)
+	}
+	if err := b.Check(ctx, o, r); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+	spoof := netfilter.Table{Family: "bridge", Name: "cnisuite_spoofcheck"}
+	if !fake.DeleteTable(spoof) {
+		t.Fatalf("no table %s after Ensure:\n%s", spoof.Name, fake.Dump())
+	}
+	if err := b.Check(ctx, o, r); !errors.Is(err, fwapi.ErrMissing) {
+		t.Errorf("Check without the spoof check's table = %v, want fwapi.ErrMissing", err)
+	}
+	if err := b.Ensure(ctx, o, r); err != nil {
+		t.Fatalf("Ensure to repair: %v", err)
+	}
+	if err := b.Check(ctx, o, r); err != nil {
+		t.Errorf("Check after the repairing Ensure: %v", err)
+	}
+	if err := b.Remove(ctx, o); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	assertGone(t, fake, o)
+	if dump := fake.Dump(); strings.Contains(dump, "jump ") || strings.Contains(dump, "cnisuite ") {
+		t.Errorf("Remove left a jump or a rule of the owner:\n%s", dump)
+	}
+}
