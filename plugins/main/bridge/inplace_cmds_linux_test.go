@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -11,8 +12,10 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/types"
+	"cnisuite/test/sandbox"
 )
 
 // The plugin's commands called in this process (inplace_linux_test.go):
@@ -207,5 +210,68 @@ func removeContainerAddr(t *testing.T, n interface{ Do(func() error) error }, ci
 	})
 	if err != nil {
 		t.Fatalf("ip addr del %s dev eth0: %v", cidr, err)
+	}
+}
+
+// TestInplaceMTUFromUplink: with mtuFromUplink and no mtu, the bridge made
+// and both veth ends take the MTU of the interface of the default route.
+func TestInplaceMTUFromUplink(t *testing.T) {
+	in := newInplace(t, `{"cniVersion":"1.1.0","name":"inpl-upl","type":"bridge","bridge":"binpl5","mtuFromUplink":true}`)
+	addUplink(t, "upl0", 1300)
+	c := newNetNS(t)
+	res := in.mustAdd("inpl-upl-a", c)
+	hostVeth := hostLink(t, res.Interfaces[ifHost].Name)
+	ctr, _ := containerSide(t, c)
+	if br := hostLink(t, "binpl5"); br.Attrs().MTU != 1300 || hostVeth.Attrs().MTU != 1300 || ctr.mtu != 1300 {
+		t.Errorf("MTUs: bridge %d, host veth %d, container %d; want the uplink's 1300 each",
+			br.Attrs().MTU, hostVeth.Attrs().MTU, ctr.mtu)
+	}
+	if res.Interfaces[ifContainer].Mtu != 1300 {
+		t.Errorf("result's container mtu = %d, want 1300", res.Interfaces[ifContainer].Mtu)
+	}
+}
+
+// addUplink makes the veth name (peer name+"p"), up with the given MTU, an
+// address and the default route through it, removed when the test ends.
+func addUplink(t *testing.T, name string, mtu int) {
+	t.Helper()
+	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, MTU: mtu}, PeerName: name + "p"}
+	if err := netlink.LinkAdd(v); err != nil {
+		t.Fatalf("ip link add %s mtu %d type veth: %v", name, mtu, err)
+	}
+	sandbox.RemoveLinkAtEnd(t, name)
+	addr, _ := netlink.ParseAddr("192.0.2.1/24")
+	l := hostLink(t, name)
+	peer := hostLink(t, name+"p")
+	err := errors.Join(netlink.LinkSetUp(l), netlink.LinkSetUp(peer), netlink.AddrAdd(l, addr),
+		netlink.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.ParseIP("192.0.2.254")}))
+	if err != nil {
+		t.Fatalf("uplink %s with a default route: %v", name, err)
+	}
+}
+
+// TestInplaceEnableDAD: with enabledad, ADD returns once duplicate address
+// detection passed: the container's IPv6 address is no longer tentative.
+func TestInplaceEnableDAD(t *testing.T) {
+	data := t.TempDir()
+	in := newInplace(t, fmt.Sprintf(`{"cniVersion":"1.1.0","name":"inpl-dad","type":"bridge","bridge":"binpl6","enabledad":true,
+		"ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"fd33:6::/64"}]]}}`, data))
+	c := newNetNS(t)
+	in.mustAdd("inpl-dad-a", c)
+	flags := inNS(t, c, func() (int, error) {
+		l, err := netlink.LinkByName("eth0")
+		if err != nil {
+			return 0, err
+		}
+		addrs, err := netlink.AddrList(l, netlink.FAMILY_V6)
+		for _, a := range addrs {
+			if a.IP.Equal(net.ParseIP("fd33:6::2")) {
+				return a.Flags, err
+			}
+		}
+		return 0, fmt.Errorf("no fd33:6::2 on eth0 (%v, %v)", addrs, err)
+	})
+	if flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED|unix.IFA_F_NODAD) != 0 {
+		t.Errorf("fd33:6::2 after ADD with enabledad has flags %#x, want DAD done (not tentative, not nodad)", flags)
 	}
 }
