@@ -45,26 +45,30 @@ func ethtoolIn(t *testing.T, n *ns.NetNS, args ...string) string {
 	return string(out)
 }
 
-// hasLines fails the test unless out has each line of want (trimmed).
-func hasLines(t *testing.T, what, out string, want ...string) {
-	t.Helper()
-	lines := map[string]bool{}
-	for _, l := range strings.Split(out, "\n") {
-		lines[strings.TrimSpace(l)] = true
+// setting returns what ethtool prints after "name:" on the first line
+// that starts with it (indented or not) in out, after the heading after
+// when it is not "" (ethtool -l prints the maximums first).
+func setting(out, after, name string) string {
+	if after != "" {
+		_, out, _ = strings.Cut(out, after)
 	}
-	for _, w := range want {
-		if !lines[w] {
-			t.Errorf("%s lacks the line %q:\n%s", what, w, out)
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return strings.TrimSpace(v)
 		}
 	}
+	return "(none)"
 }
 
-// current is the "Current hardware settings" part of ethtool -l.
-func current(out string) string {
-	if i := strings.Index(out, "Current hardware settings:"); i >= 0 {
-		return out[i:]
+// wantSettings fails the test unless ethtool's output out shows each
+// name: value of want (after the heading after).
+func wantSettings(t *testing.T, what, out, after string, want map[string]string) {
+	t.Helper()
+	for name, v := range want {
+		if got := setting(out, after, name); got != v {
+			t.Errorf("%s: %s is %q, want %q\n%s", what, name, got, v, out)
+		}
 	}
-	return out
 }
 
 func u32(n uint32) *uint32 { return &n }
@@ -84,7 +88,7 @@ func do(t *testing.T, n *ns.NetNS, fn func() error) {
 func TestPlanApplyCheckRestore(t *testing.T) {
 	n := queuesNS(t)
 	beforeK, beforeL := ethtoolIn(t, n, "-k", "eth0"), ethtoolIn(t, n, "-l", "eth0")
-	hasLines(t, "ethtool -k before", beforeK, "tx-checksumming: on", "generic-receive-offload: off")
+	wantSettings(t, "ethtool -k before", beforeK, "", map[string]string{"tx-checksumming": "on", "generic-receive-offload": "off"})
 	s := Settings{
 		Features: []Request{{"tx-checksumming", false}, {"rx-gro", true}},
 		Channels: ethtool.ChannelCounts{RX: u32(2), TX: u32(3)},
@@ -99,9 +103,10 @@ func TestPlanApplyCheckRestore(t *testing.T) {
 	for _, c := range changes {
 		do(t, n, c.Apply)
 	}
-	hasLines(t, "ethtool -k after the changes", ethtoolIn(t, n, "-k", "eth0"),
-		"tx-checksumming: off", "tx-checksum-ip-generic: off", "generic-receive-offload: on")
-	hasLines(t, "ethtool -l after the changes", current(ethtoolIn(t, n, "-l", "eth0")), "RX:\t\t2", "TX:\t\t3")
+	wantSettings(t, "ethtool -k after the changes", ethtoolIn(t, n, "-k", "eth0"), "",
+		map[string]string{"tx-checksumming": "off", "tx-checksum-ip-generic": "off", "generic-receive-offload": "on"})
+	wantSettings(t, "ethtool -l after the changes", ethtoolIn(t, n, "-l", "eth0"), "Current hardware settings:",
+		map[string]string{"RX": "2", "TX": "3"})
 
 	var drifts []string
 	do(t, n, func() (err error) { drifts, err = Check(s, "eth0"); return err })
