@@ -67,7 +67,8 @@ func Ensure(ctx context.Context, conn *netfilter.Conn, o fwapi.Owner, desired []
 // every later owner of the key), or one of the chain's own whose value
 // another hand changed (the plain add that repairs it is refused). It
 // reports whether it deleted any. An element of another existing chain, or
-// without a comment of ours, stays: a conflict.
+// without a comment of ours, stays: a conflict; so does one of the chain's
+// own that is as it should be (a subnet chain's, which live owners share).
 func dropStrays(conn *netfilter.Conn, desired []Chain) (bool, error) {
 	batch := &netfilter.Batch{}
 	for _, c := range desired {
@@ -75,23 +76,11 @@ func dropStrays(conn *netfilter.Conn, desired []Chain) (bool, error) {
 			if Maps[el.Set].Verdict() {
 				continue
 			}
-			key, end, err := nftrule.ElemKeys(c.Table, el)
+			got, stray, err := isStray(conn, c, el)
 			if err != nil {
 				return false, err
 			}
-			got, found, err := conn.GetElem(c.Table.Proto(), c.Table.Name, el.Set, key, end)
-			if err != nil || !found || !isOwnerChain(got.Comment) {
-				continue
-			}
-			drop := got.Comment == c.Name // ours, holding another value
-			if !drop {
-				exists, err := conn.ChainExists(c.Table.Proto(), c.Table.Name, got.Comment)
-				if err != nil {
-					return false, types.Errorf(types.ErrIO, "%w", err)
-				}
-				drop = !exists
-			}
-			if drop {
+			if stray {
 				batch.DelElemRange(c.Table, el.Set, got.Key, got.End)
 			}
 		}
@@ -103,6 +92,31 @@ func dropStrays(conn *netfilter.Conn, desired []Chain) (bool, error) {
 		return false, types.Errorf(types.ErrIO, "deleting stray elements: %w", err)
 	}
 	return true, nil
+}
+
+// isStray reads the element holding el's key and reports whether it is a
+// stray in the way of chain c (dropStrays).
+func isStray(conn *netfilter.Conn, c Chain, el Elem) (netfilter.Elem, bool, error) {
+	key, end, err := nftrule.ElemKeys(c.Table, el)
+	if err != nil {
+		return netfilter.Elem{}, false, err
+	}
+	data, err := nftrule.ElemData(c.Table, el)
+	if err != nil {
+		return netfilter.Elem{}, false, err
+	}
+	got, found, err := conn.GetElem(c.Table.Proto(), c.Table.Name, el.Set, key, end)
+	if err != nil || !found || !isOwnerChain(got.Comment) {
+		return got, false, nil
+	}
+	if got.Comment == c.Name {
+		return got, !bytes.Equal(got.Data, data), nil // ours, holding another value
+	}
+	exists, err := conn.ChainExists(c.Table.Proto(), c.Table.Name, got.Comment)
+	if err != nil {
+		return got, false, types.Errorf(types.ErrIO, "%w", err)
+	}
+	return got, !exists, nil
 }
 
 // EnsureGuard writes the localnet guard unless it is in place.
