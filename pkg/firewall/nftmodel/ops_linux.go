@@ -37,10 +37,10 @@ func Ensure(ctx context.Context, conn *netfilter.Conn, o fwapi.Owner, desired []
 			return err
 		}
 		batch := &netfilter.Batch{}
-		if err = EnsureSkeletons(conn, batch, skels); err != nil {
+		if err = ensureSkeletons(conn, batch, skels); err != nil {
 			return err
 		}
-		EnsureBatch(batch, desired, existing, safe)
+		ensureBatch(batch, desired, existing, safe)
 		if err = conn.Apply(batch); err == nil {
 			break
 		}
@@ -122,7 +122,7 @@ func isStray(conn *netfilter.Conn, c Chain, el Elem) (netfilter.Elem, bool, erro
 // EnsureGuard writes the localnet guard unless it is in place.
 func EnsureGuard(conn *netfilter.Conn) error {
 	batch := &netfilter.Batch{}
-	if err := EnsureSkeletons(conn, batch, []Skeleton{LocalnetGuard()}); err != nil {
+	if err := ensureSkeletons(conn, batch, []Skeleton{LocalnetGuard()}); err != nil {
 		return err
 	}
 	if err := conn.Apply(batch); err != nil {
@@ -234,7 +234,7 @@ func ReleaseShared(conn *netfilter.Conn, chains []Chain, what string) error {
 			continue // held by an owner
 		}
 		batch := &netfilter.Batch{}
-		RemoveChain(batch, e, true)
+		removeChain(batch, e, true)
 		if err := conn.Apply(batch); err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.ENOENT) {
 			return types.Errorf(types.ErrIO, "shared chain %s of %s: %w", e.ID(), what, err)
 		}
@@ -261,13 +261,13 @@ func removeOwner(conn *netfilter.Conn, o fwapi.Owner, extra *netfilter.Batch, al
 		return nil, err
 	}
 	held := jumpTargets(existing)
-	if err := dropOrphanElems(existing); err != nil {
+	if err := dropOrphanElems(conn, existing); err != nil {
 		return held, err
 	}
 	all := &netfilter.Batch{}
 	all.Append(extra)
 	for _, e := range existing {
-		RemoveChain(all, e, false)
+		removeChain(all, e, false)
 	}
 	alsoErr := also(all)
 	if err := conn.Apply(all); err == nil {
@@ -275,7 +275,7 @@ func removeOwner(conn *netfilter.Conn, o fwapi.Owner, extra *netfilter.Batch, al
 	}
 	safe := &netfilter.Batch{}
 	for _, e := range existing {
-		RemoveChain(safe, e, true)
+		removeChain(safe, e, true)
 	}
 	var errs []error
 	if err := conn.Apply(safe); err != nil {
@@ -350,12 +350,12 @@ func GC(conn *netfilter.Conn, plugin, network string, keep []fwapi.Owner) error 
 	if err != nil {
 		return err
 	}
-	if err := dropOrphanElems(existing); err != nil {
+	if err := dropOrphanElems(conn, existing); err != nil {
 		return err
 	}
 	batch := &netfilter.Batch{}
 	for _, e := range existing {
-		RemoveChain(batch, e, true)
+		removeChain(batch, e, true)
 	}
 	if err := conn.Apply(batch); err != nil {
 		return types.Errorf(types.ErrIO, "GC of network %q: %w", network, err)
