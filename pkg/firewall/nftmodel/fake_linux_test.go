@@ -105,7 +105,7 @@ func TestEnsureCheckRemove(t *testing.T) {
 	assertHolds(t, fake, conn, o, chains)
 	dump := fake.Dump()
 	for _, want := range []string{
-		"element 1100000014e90000 : jump " + ChainName(PrefixDNAT, o),                     // ports: udp . 5353
+		"element 1100000014e90000 : jump " + ChainName(PrefixDNAT, o),                      // ports: udp . 5353
 		`element 060000001f900000 : 0a58000200500000 comment "` + ChainName(PrefixDNAT, o), // port_dnat: tcp . 8080 : 10.88.0.2 . 80
 		`element 0a5800000a580000-0a58ffff0a58ffff comment "` + subnetChain(),              // hairpin_nets
 		"jump " + subnetChain(),
