@@ -92,6 +92,10 @@ func TestFakeEnsureCheckRemove(t *testing.T) {
 				t.Fatalf("ensure: %v", err)
 			}
 			assertHolds(t, fake, conn, tc.Owner, tc.Rules)
+			guard := strings.Contains(fake.Dump(), "table ip cnisuite_localnet")
+			if intact, _ := nftmodel.SkeletonIntact(conn, nftmodel.LocalnetGuard()); guard != tc.Rules.NeedsLocalnetGuard() || guard != intact {
+				t.Errorf("localnet guard written %v (intact %v), want %v", guard, intact, tc.Rules.NeedsLocalnetGuard())
+			}
 			// A rewritten rule, chain or map would show a new handle.
 			dump := fake.Dump()
 			if err := ensure(ctx, conn, tc.Owner, tc.Rules); err != nil {
