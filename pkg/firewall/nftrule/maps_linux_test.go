@@ -49,6 +49,23 @@ func example(v4, interval bool, fields []string) string {
 // end or value whose length is not the set's), which reads back as
 // written: the bytes our rules' comments name.
 func TestMapsInTheKernel(t *testing.T) {
+	// The datatypes and flags of some, as nft lists them (as numbers: the
+	// fake does not name them). An interval map of a concatenation must
+	// say so (concat), or the kernel takes it for one of single values.
+	types := map[string]string{
+		"ip6/masq":         "set masq { # handle 2\n\t\ttype 0x8 [16 bytes];",
+		"ip6/port_dnat":    "type 0x30d [8 bytes] : 0x20d [20 bytes];",
+		"ip/hostip_dnat":   "type 0x730d [12 bytes] : 0x1cd [8 bytes];",
+		"ip/hairpin_nets":  "type 0x1c7 [8 bytes]; flags interval,concat;",
+		"ip6/range_dnat":   "type 0x30d [8 bytes] : 0x8 [16 bytes]; flags interval,concat;",
+		"ip/icc_addrs6":    "type 0x8 [16 bytes] : verdict;",
+		"ip6/port_ranges":  "type 0x30d [8 bytes] : verdict; flags interval,concat;",
+		"ip6/hairpin_masq": "type 0x20c348 [40 bytes]; flags interval,concat;",
+		"ip/masq_nets":     "type 0x1c7 [8 bytes]; flags interval,concat;",
+		"ip6/hostip_ports": "type 0x830d [24 bytes] : verdict;",
+		"ip/ifaces":        "type 0x29 [16 bytes] : verdict;",
+		"ip/snat_to":       "type 0x7 [4 bytes] : 0x7 [4 bytes];",
+	}
 	for _, v4 := range []bool{true, false} {
 		tab := nftrule.Table{Family: "ip6", Name: "t"}
 		if v4 {
@@ -84,6 +101,9 @@ func TestMapsInTheKernel(t *testing.T) {
 				got, err := conn.MapElems(tab.Proto(), tab.Name, name)
 				if err != nil || len(got) != 1 {
 					t.Fatalf("MapElems = %v, %v; want one element", got, err)
+				}
+				if typ := types[tab.Family+"/"+name]; !strings.Contains(fake.Dump(), typ) {
+					t.Errorf("the kernel holds %s as\n%s\nwant %q", name, fake.Dump(), typ)
 				}
 				if !bytes.Equal(got[0].Key, key) || !bytes.Equal(got[0].End, end) || !bytes.Equal(got[0].Data, data) {
 					t.Errorf("element %v reads back as %+v, want key %x end %x data %x", el, got[0], key, end, data)
