@@ -126,6 +126,11 @@ func (b *Backend) Mapped(_ context.Context, o fwapi.Owner) ([]fwapi.PortMapping,
 		return nil, types.Errorf(types.ErrIO, "%w", err)
 	}
 	defer conn.Close()
+	return mapped(conn, o)
+}
+
+// mapped is Mapped on conn.
+func mapped(conn *netfilter.Conn, o fwapi.Owner) ([]fwapi.PortMapping, error) {
 	chains := []nftmodel.Chain{
 		{Table: nftmodel.Port4, Name: nftmodel.ChainName(nftmodel.PrefixDNAT, o)},
 		{Table: nftmodel.Port6, Name: nftmodel.ChainName(nftmodel.PrefixDNAT, o)},

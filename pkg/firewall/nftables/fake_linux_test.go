@@ -3,7 +3,9 @@ package nftables
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -406,4 +408,45 @@ func TestFakeElementRepaired(t *testing.T) {
 		t.Fatalf("ensure repairing: %v", err)
 	}
 	assertHolds(t, fake, conn, o, r)
+}
+
+// TestFakeMapped: the host ports an owner's DNAT chains hold, read back
+// from the comments of their rules (what portmap's DEL and GC release),
+// each mapping at least once.
+func TestFakeMapped(t *testing.T) {
+	ctx := context.Background()
+	_, conn := newFake(t)
+	o := fwtest.PortOwner
+	var want []fwapi.PortMapping
+	for _, tc := range fwtest.RuleCases(t) {
+		if tc.Name == "portmap_ranges" {
+			want = tc.Rules.PortMaps.Mappings
+			if err := ensure(ctx, conn, o, tc.Rules); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := mapped(conn, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm := func(ms []fwapi.PortMapping) []string {
+		var out []string
+		for _, m := range ms {
+			host := ""
+			if m.HostIP != nil {
+				host = m.HostIP.String()
+			}
+			rng := max(m.Range, 1)
+			out = append(out, fmt.Sprintf("%s %s %d+%d", host, m.Protocol, m.HostPort, rng))
+		}
+		slices.Sort(out)
+		return slices.Compact(out) // a port of both families is in both tables
+	}
+	if !slices.Equal(norm(got), norm(want)) {
+		t.Errorf("mapped = %q, want %q", norm(got), norm(want))
+	}
+	if got, err := mapped(conn, owner(fwapi.PluginPortmap, "nobody")); err != nil || len(got) != 0 {
+		t.Errorf("mapped of an owner without chains = %v, %v", got, err)
+	}
 }

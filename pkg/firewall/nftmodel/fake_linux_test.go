@@ -570,3 +570,37 @@ func TestOrphanElemsRemoved(t *testing.T) {
 		})
 	}
 }
+
+// TestAnonymousSets: a rule that looks a source up in an anonymous set
+// ("ip saddr != { … }") gets the set in its own transaction, bound to it;
+// a second Ensure leaves both; Remove deletes the set with the rule.
+func TestAnonymousSets(t *testing.T) {
+	fake, conn := newFake(t)
+	o := testOwner("a")
+	set := nftrule.Set{Type: "ipv4_addr", Items: []string{"10.88.0.2", "192.0.2.0/24"}}
+	chains := []Chain{{Table: Port4, Name: ChainName(PrefixDNAT, o), Rules: []Rule{
+		Build(&Elem{Set: "ports", Key: "tcp . 8080"}, nftrule.NotIn("ip saddr", set, nftrule.LoadNH(12, 4, nftrule.Reg1)), nftrule.Drop)}}}
+	if err := ensureTest(t, conn, o, chains); err != nil {
+		t.Fatal(err)
+	}
+	assertHolds(t, fake, conn, o, chains)
+	dump := fake.Dump()
+	for _, want := range []string{"flags anonymous,constant,interval;",
+		"element 0a580002\n\t\telement 0a580003 interval-end\n\t\telement c0000200\n\t\telement c0000300 interval-end", "@__set0 comment"} {
+		if !strings.Contains(dump, want) {
+			t.Errorf("the ruleset lacks %q:\n%s", want, dump)
+		}
+	}
+	if err := ensureTest(t, conn, o, chains); err != nil {
+		t.Fatal(err)
+	}
+	if got := fake.Dump(); got != dump {
+		t.Errorf("a second Ensure changed the ruleset:\n--- before\n%s--- after\n%s", dump, got)
+	}
+	if err := Remove(conn, o, nil, func(*netfilter.Batch) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if dump := fake.Dump(); strings.Contains(dump, "anonymous") {
+		t.Errorf("the anonymous set outlived its rule:\n%s", dump)
+	}
+}
