@@ -86,6 +86,25 @@ func assertGone(t *testing.T, fake *nftfake.Fake, o fwapi.Owner) {
 	}
 }
 
+// assertEnsured fails unless the ruleset holds each of want, and a
+// second Ensure of the chains leaves it as it is (a rewritten rule, chain
+// or map would show a new handle).
+func assertEnsured(t *testing.T, fake *nftfake.Fake, conn *netfilter.Conn, o fwapi.Owner, chains []Chain, want []string) {
+	t.Helper()
+	dump := fake.Dump()
+	for _, w := range want {
+		if !strings.Contains(dump, w) {
+			t.Errorf("the ruleset lacks %q:\n%s", w, dump)
+		}
+	}
+	if err := ensureTest(t, conn, o, chains); err != nil {
+		t.Fatal(err)
+	}
+	if got := fake.Dump(); got != dump {
+		t.Errorf("a second Ensure changed the ruleset:\n--- before\n%s--- after\n%s", dump, got)
+	}
+}
+
 func subnetChain() string {
 	_, subnet, _ := net.ParseCIDR("10.88.0.0/16")
 	return SubnetChainName(PrefixHairpinNet, subnet)
@@ -103,23 +122,12 @@ func TestEnsureCheckRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertHolds(t, fake, conn, o, chains)
-	dump := fake.Dump()
-	for _, want := range []string{
+	assertEnsured(t, fake, conn, o, chains, []string{
 		"element 1100000014e90000 : jump " + ChainName(PrefixDNAT, o),                      // ports: udp . 5353
 		`element 060000001f900000 : 0a58000200500000 comment "` + ChainName(PrefixDNAT, o), // port_dnat: tcp . 8080 : 10.88.0.2 . 80
 		`element 0a5800000a580000-0a58ffff0a58ffff comment "` + subnetChain(),              // hairpin_nets
 		"jump " + subnetChain(),
-	} {
-		if !strings.Contains(dump, want) {
-			t.Errorf("the ruleset lacks %q:\n%s", want, dump)
-		}
-	}
-	if err := ensureTest(t, conn, o, chains); err != nil {
-		t.Fatal(err)
-	}
-	if got := fake.Dump(); got != dump {
-		t.Errorf("a second Ensure changed the ruleset:\n--- before\n%s--- after\n%s", dump, got)
-	}
+	})
 	if err := Remove(conn, o, nil, func(*netfilter.Batch) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -584,19 +592,8 @@ func TestAnonymousSets(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertHolds(t, fake, conn, o, chains)
-	dump := fake.Dump()
-	for _, want := range []string{"flags anonymous,constant,interval;",
-		"element 0a580002\n\t\telement 0a580003 interval-end\n\t\telement c0000200\n\t\telement c0000300 interval-end", "@__set0 comment"} {
-		if !strings.Contains(dump, want) {
-			t.Errorf("the ruleset lacks %q:\n%s", want, dump)
-		}
-	}
-	if err := ensureTest(t, conn, o, chains); err != nil {
-		t.Fatal(err)
-	}
-	if got := fake.Dump(); got != dump {
-		t.Errorf("a second Ensure changed the ruleset:\n--- before\n%s--- after\n%s", dump, got)
-	}
+	assertEnsured(t, fake, conn, o, chains, []string{"flags anonymous,constant,interval;",
+		"element 0a580002\n\t\telement 0a580003 interval-end\n\t\telement c0000200\n\t\telement c0000300 interval-end", "@__set0 comment"})
 	if err := Remove(conn, o, nil, func(*netfilter.Batch) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
