@@ -40,16 +40,21 @@ func (b *Backend) Usable(ctx context.Context) error {
 
 // Ensure writes the owner's chains and map elements in one transaction.
 func (b *Backend) Ensure(ctx context.Context, o fwapi.Owner, r fwapi.Rules) error {
-	desired := Chains(o, r)
-	skels := skeletons(desired)
-	if r.NeedsLocalnetGuard() {
-		skels = append(skels, nftmodel.LocalnetGuard())
-	}
 	conn, err := netfilter.Dial()
 	if err != nil {
 		return types.Errorf(types.ErrIO, "%w", err)
 	}
 	defer conn.Close()
+	return ensure(ctx, conn, o, r)
+}
+
+// ensure is Ensure on conn.
+func ensure(ctx context.Context, conn *netfilter.Conn, o fwapi.Owner, r fwapi.Rules) error {
+	desired := Chains(o, r)
+	skels := skeletons(desired)
+	if r.NeedsLocalnetGuard() {
+		skels = append(skels, nftmodel.LocalnetGuard())
+	}
 	// The kernel refuses a key held in the same map; overlaps across maps
 	// are read from the ruleset only where the node's host port claims did
 	// not already decide (a rootless runtime keeps none): the claims are
@@ -121,6 +126,11 @@ func (b *Backend) Mapped(_ context.Context, o fwapi.Owner) ([]fwapi.PortMapping,
 		return nil, types.Errorf(types.ErrIO, "%w", err)
 	}
 	defer conn.Close()
+	return mapped(conn, o)
+}
+
+// mapped is Mapped on conn.
+func mapped(conn *netfilter.Conn, o fwapi.Owner) ([]fwapi.PortMapping, error) {
 	chains := []nftmodel.Chain{
 		{Table: nftmodel.Port4, Name: nftmodel.ChainName(nftmodel.PrefixDNAT, o)},
 		{Table: nftmodel.Port6, Name: nftmodel.ChainName(nftmodel.PrefixDNAT, o)},

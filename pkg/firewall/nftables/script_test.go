@@ -45,7 +45,7 @@ func TestNFTEnsureScript(t *testing.T) {
 }
 
 // removeScript renders, as nft commands, the transaction Remove sends as
-// a netlink batch (nftmodel.RemoveChain): it serves only this test, which
+// a netlink batch: it serves only this test, which
 // shows the deletions in readable form. The fast form deletes map elements
 // directly; the safe form re-adds each first, so that an element deleted
 // behind our back does not fail the transaction (at the price of a full
@@ -54,7 +54,7 @@ func removeScript(existing []nftmodel.Existing, safe bool) string {
 	var b strings.Builder
 	for _, e := range existing {
 		if safe {
-			b.WriteString(strings.Join(nftmodel.DeleteChainLines(e), "\n") + "\n")
+			b.WriteString(nftmodel.Script(nil, []nftmodel.Existing{e}, nil, nil))
 			continue
 		}
 		for _, el := range e.Elems() {

@@ -107,8 +107,8 @@ func writeSkeleton(b *netfilter.Batch, s Skeleton, rewrite bool) {
 	}
 }
 
-// EnsureSkeletons adds to the batch the skeletons that are not intact.
-func EnsureSkeletons(conn *netfilter.Conn, b *netfilter.Batch, skels []Skeleton) error {
+// ensureSkeletons adds to the batch the skeletons that are not intact.
+func ensureSkeletons(conn *netfilter.Conn, b *netfilter.Batch, skels []Skeleton) error {
 	for _, s := range skels {
 		ok, hasRules, err := readSkeleton(conn, s)
 		if err != nil {
@@ -121,12 +121,12 @@ func EnsureSkeletons(conn *netfilter.Conn, b *netfilter.Batch, skels []Skeleton)
 	return nil
 }
 
-// EnsureBatch is Script over netlink, without the skeletons. A chain
+// ensureBatch is Script over netlink, without the skeletons. A chain
 // already holding exactly the desired rules is left as it is, so an ADD
 // repeated, or a fresh ADD, deletes nothing. With safe, each stale map
 // element is re-added before it is deleted, so that one deleted behind our
 // back does not fail the transaction.
-func EnsureBatch(b *netfilter.Batch, desired []Chain, existing []Existing, safe bool) {
+func ensureBatch(b *netfilter.Batch, desired []Chain, existing []Existing, safe bool) {
 	want := map[string]Chain{}
 	for _, c := range desired {
 		want[c.ID()] = c
@@ -135,7 +135,7 @@ func EnsureBatch(b *netfilter.Batch, desired []Chain, existing []Existing, safe 
 	for _, e := range existing {
 		have[e.ID()] = e
 		if _, ok := want[e.ID()]; !ok {
-			RemoveChain(b, e, safe)
+			removeChain(b, e, safe)
 		}
 	}
 	for _, c := range desired {
@@ -234,8 +234,8 @@ func removeElem(b *netfilter.Batch, t Table, chain string, el Elem, safe bool) {
 	b.DelElemRange(t, el.Set, key, end)
 }
 
-// RemoveChain deletes an owner chain and the map elements leading to it.
-func RemoveChain(b *netfilter.Batch, e Existing, safe bool) {
+// removeChain deletes an owner chain and the map elements leading to it.
+func removeChain(b *netfilter.Batch, e Existing, safe bool) {
 	for _, el := range e.Elems() {
 		removeElem(b, e.Table, e.Name, el, safe)
 	}

@@ -9,7 +9,7 @@
 // A rule is described once, as parts (package nftrule), which give its nft
 // text and, where we can build it, its kernel form; a chain is rendered
 // either as an `nft -f` script (Script, also the text golden files hold)
-// or as a netfilter.Batch (EnsureBatch, anonymous sets included); a test
+// or as a netfilter.Batch (ensureBatch, anonymous sets included); a test
 // of the nftables backend proves both list identically.
 //
 // Each owner rule's comment holds a digest of the rule and the map element

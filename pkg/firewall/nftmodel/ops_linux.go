@@ -37,10 +37,10 @@ func Ensure(ctx context.Context, conn *netfilter.Conn, o fwapi.Owner, desired []
 			return err
 		}
 		batch := &netfilter.Batch{}
-		if err = EnsureSkeletons(conn, batch, skels); err != nil {
+		if err = ensureSkeletons(conn, batch, skels); err != nil {
 			return err
 		}
-		EnsureBatch(batch, desired, existing, safe)
+		ensureBatch(batch, desired, existing, safe)
 		if err = conn.Apply(batch); err == nil {
 			break
 		}
@@ -67,7 +67,8 @@ func Ensure(ctx context.Context, conn *netfilter.Conn, o fwapi.Owner, desired []
 // every later owner of the key), or one of the chain's own whose value
 // another hand changed (the plain add that repairs it is refused). It
 // reports whether it deleted any. An element of another existing chain, or
-// without a comment of ours, stays: a conflict.
+// without a comment of ours, stays: a conflict; so does one of the chain's
+// own that is as it should be (a subnet chain's, which live owners share).
 func dropStrays(conn *netfilter.Conn, desired []Chain) (bool, error) {
 	batch := &netfilter.Batch{}
 	for _, c := range desired {
@@ -75,23 +76,11 @@ func dropStrays(conn *netfilter.Conn, desired []Chain) (bool, error) {
 			if Maps[el.Set].Verdict() {
 				continue
 			}
-			key, end, err := nftrule.ElemKeys(c.Table, el)
+			got, stray, err := isStray(conn, c, el)
 			if err != nil {
 				return false, err
 			}
-			got, found, err := conn.GetElem(c.Table.Proto(), c.Table.Name, el.Set, key, end)
-			if err != nil || !found || !isOwnerChain(got.Comment) {
-				continue
-			}
-			drop := got.Comment == c.Name // ours, holding another value
-			if !drop {
-				exists, err := conn.ChainExists(c.Table.Proto(), c.Table.Name, got.Comment)
-				if err != nil {
-					return false, types.Errorf(types.ErrIO, "%w", err)
-				}
-				drop = !exists
-			}
-			if drop {
+			if stray {
 				batch.DelElemRange(c.Table, el.Set, got.Key, got.End)
 			}
 		}
@@ -105,10 +94,35 @@ func dropStrays(conn *netfilter.Conn, desired []Chain) (bool, error) {
 	return true, nil
 }
 
+// isStray reads the element holding el's key and reports whether it is a
+// stray in the way of chain c (dropStrays).
+func isStray(conn *netfilter.Conn, c Chain, el Elem) (netfilter.Elem, bool, error) {
+	key, end, err := nftrule.ElemKeys(c.Table, el)
+	if err != nil {
+		return netfilter.Elem{}, false, err
+	}
+	data, err := nftrule.ElemData(c.Table, el)
+	if err != nil {
+		return netfilter.Elem{}, false, err
+	}
+	got, found, err := conn.GetElem(c.Table.Proto(), c.Table.Name, el.Set, key, end)
+	if err != nil || !found || !isOwnerChain(got.Comment) {
+		return got, false, nil
+	}
+	if got.Comment == c.Name {
+		return got, !bytes.Equal(got.Data, data), nil // ours, holding another value
+	}
+	exists, err := conn.ChainExists(c.Table.Proto(), c.Table.Name, got.Comment)
+	if err != nil {
+		return got, false, types.Errorf(types.ErrIO, "%w", err)
+	}
+	return got, !exists, nil
+}
+
 // EnsureGuard writes the localnet guard unless it is in place.
 func EnsureGuard(conn *netfilter.Conn) error {
 	batch := &netfilter.Batch{}
-	if err := EnsureSkeletons(conn, batch, []Skeleton{LocalnetGuard()}); err != nil {
+	if err := ensureSkeletons(conn, batch, []Skeleton{LocalnetGuard()}); err != nil {
 		return err
 	}
 	if err := conn.Apply(batch); err != nil {
@@ -220,7 +234,7 @@ func ReleaseShared(conn *netfilter.Conn, chains []Chain, what string) error {
 			continue // held by an owner
 		}
 		batch := &netfilter.Batch{}
-		RemoveChain(batch, e, true)
+		removeChain(batch, e, true)
 		if err := conn.Apply(batch); err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.ENOENT) {
 			return types.Errorf(types.ErrIO, "shared chain %s of %s: %w", e.ID(), what, err)
 		}
@@ -247,13 +261,13 @@ func removeOwner(conn *netfilter.Conn, o fwapi.Owner, extra *netfilter.Batch, al
 		return nil, err
 	}
 	held := jumpTargets(existing)
-	if err := dropOrphanElems(existing); err != nil {
+	if err := dropOrphanElems(conn, existing); err != nil {
 		return held, err
 	}
 	all := &netfilter.Batch{}
 	all.Append(extra)
 	for _, e := range existing {
-		RemoveChain(all, e, false)
+		removeChain(all, e, false)
 	}
 	alsoErr := also(all)
 	if err := conn.Apply(all); err == nil {
@@ -261,7 +275,7 @@ func removeOwner(conn *netfilter.Conn, o fwapi.Owner, extra *netfilter.Batch, al
 	}
 	safe := &netfilter.Batch{}
 	for _, e := range existing {
-		RemoveChain(safe, e, true)
+		removeChain(safe, e, true)
 	}
 	var errs []error
 	if err := conn.Apply(safe); err != nil {
@@ -336,12 +350,12 @@ func GC(conn *netfilter.Conn, plugin, network string, keep []fwapi.Owner) error 
 	if err != nil {
 		return err
 	}
-	if err := dropOrphanElems(existing); err != nil {
+	if err := dropOrphanElems(conn, existing); err != nil {
 		return err
 	}
 	batch := &netfilter.Batch{}
 	for _, e := range existing {
-		RemoveChain(batch, e, true)
+		removeChain(batch, e, true)
 	}
 	if err := conn.Apply(batch); err != nil {
 		return types.Errorf(types.ErrIO, "GC of network %q: %w", network, err)

@@ -31,7 +31,7 @@ func Script(desired []Chain, existing []Existing, skels []Skeleton, intact map[T
 	for _, e := range existing {
 		c, ok := want[e.ID()]
 		if !ok {
-			writeLines(&b, DeleteChainLines(e))
+			writeLines(&b, deleteChainLines(e))
 			continue
 		}
 		keep := map[Elem]bool{}
@@ -114,9 +114,9 @@ func deleteElemLines(t Table, chain string, el Elem) []string {
 	}
 }
 
-// DeleteChainLines deletes an owner chain and the map elements leading to
+// deleteChainLines deletes an owner chain and the map elements leading to
 // it, in the form that succeeds whatever of it is already gone.
-func DeleteChainLines(e Existing) []string {
+func deleteChainLines(e Existing) []string {
 	var lines []string
 	for _, el := range e.Elems() {
 		lines = append(lines, deleteElemLines(e.Table, e.Name, el)...)
