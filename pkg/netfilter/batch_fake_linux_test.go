@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/netfilter"
-	"cnisuite/pkg/netfilter/nftfake"
+	"cnisuite/test/nftfake"
 )
 
 // These tests run every Conn and Batch operation over nftfake's

@@ -14,7 +14,7 @@ import (
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/netfilter"
-	"cnisuite/pkg/netfilter/nftfake"
+	"cnisuite/test/nftfake"
 	"cnisuite/test/fwtest"
 )
 

@@ -12,7 +12,7 @@ import (
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
-	"cnisuite/pkg/netfilter/nftfake"
+	"cnisuite/test/nftfake"
 )
 
 // The tests in this file run the model against nftfake, without root, on

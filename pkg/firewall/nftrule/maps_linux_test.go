@@ -9,7 +9,7 @@ import (
 
 	"cnisuite/pkg/firewall/nftrule"
 	"cnisuite/pkg/netfilter"
-	"cnisuite/pkg/netfilter/nftfake"
+	"cnisuite/test/nftfake"
 )
 
 // example writes a value of each field, as nft text; an interval map's

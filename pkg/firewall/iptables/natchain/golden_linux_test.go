@@ -17,7 +17,7 @@ import (
 
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/netfilter"
-	"cnisuite/pkg/netfilter/nftfake"
+	"cnisuite/test/nftfake"
 	"cnisuite/test/fwtest"
 	"cnisuite/test/golden"
 )

@@ -6,7 +6,7 @@ import (
 	"github.com/google/nftables/expr"
 
 	"cnisuite/pkg/netfilter"
-	"cnisuite/pkg/netfilter/nftfake"
+	"cnisuite/test/nftfake"
 )
 
 // A test hands a Conn over a Fake to the code under test, then reads the

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"cnisuite/pkg/netfilter"
-	"cnisuite/pkg/netfilter/nftfake"
+	"cnisuite/test/nftfake"
 	"cnisuite/test/sandbox"
 )
 

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnisuite/pkg/netfilter"
-	"cnisuite/pkg/netfilter/nftfake"
+	"cnisuite/test/nftfake"
 )
 
 // msg builds an nftables message of family with attributes.
