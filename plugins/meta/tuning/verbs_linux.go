@@ -96,13 +96,9 @@ func (t *tuner) checkAttrs(c *Config, ifName string) error {
 // value the kernel refuses is reported on stderr and does not fail DEL, so
 // that a container can always be torn down.
 func (t *tuner) Del(_ context.Context, a *skel.CmdArgs) error {
-	c, err := Load(a.StdinData, a.Args)
+	c, err := loadForState(a)
 	if err != nil {
 		return err
-	}
-	c.inEnv(a.Env)
-	if !filepath.IsAbs(c.DataDir) {
-		return types.Errorf(types.ErrInvalidConfig, "dataDir %q: must be an absolute path", c.DataDir)
 	}
 	store := backup.Store{Dir: c.DataDir}
 	st, err := store.Load(a.ContainerID, a.IfName)
@@ -175,15 +171,25 @@ func warn(w io.Writer, format string, a ...any) {
 // GC removes the state files of this network's attachments that are not
 // among the valid ones.
 func (t *tuner) GC(_ context.Context, a *skel.CmdArgs) error {
-	c, err := Load(a.StdinData, a.Args)
+	c, err := loadForState(a)
 	if err != nil {
 		return err
 	}
+	return backup.Store{Dir: c.DataDir}.GC(c.Name, c.GCAttachments())
+}
+
+// loadForState reads the configuration of a call that only reads and
+// removes state files (DEL, GC): its dataDir must be absolute.
+func loadForState(a *skel.CmdArgs) (*Config, error) {
+	c, err := Load(a.StdinData, a.Args)
+	if err != nil {
+		return nil, err
+	}
 	c.inEnv(a.Env)
 	if !filepath.IsAbs(c.DataDir) {
-		return types.Errorf(types.ErrInvalidConfig, "dataDir %q: must be an absolute path", c.DataDir)
+		return nil, types.Errorf(types.ErrInvalidConfig, "dataDir %q: must be an absolute path", c.DataDir)
 	}
-	return backup.Store{Dir: c.DataDir}.GC(c.Name, c.GCAttachments())
+	return c, nil
 }
 
 // Status reports success: tuning needs nothing to be ready.
