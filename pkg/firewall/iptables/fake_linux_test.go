@@ -16,8 +16,8 @@ import (
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/iptables/natchain"
 	"cnisuite/pkg/netfilter"
-	"cnisuite/test/nftfake"
 	"cnisuite/test/fwtest"
+	"cnisuite/test/nftfake"
 	"cnisuite/test/userns"
 )
 

@@ -14,8 +14,8 @@ import (
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/firewall/nftmodel"
 	"cnisuite/pkg/netfilter"
-	"cnisuite/test/nftfake"
 	"cnisuite/test/fwtest"
+	"cnisuite/test/nftfake"
 )
 
 // The tests in this file run the backend's logic (ensure, remove, Check,

@@ -17,9 +17,9 @@ import (
 
 	"cnisuite/pkg/firewall/fwapi"
 	"cnisuite/pkg/netfilter"
-	"cnisuite/test/nftfake"
 	"cnisuite/test/fwtest"
 	"cnisuite/test/golden"
+	"cnisuite/test/nftfake"
 )
 
 // encodeCases are the owners and rules of table nat: every case of the
