@@ -601,3 +601,63 @@ func TestAnonymousSets(t *testing.T) {
 		t.Errorf("the anonymous set outlived its rule:\n%s", dump)
 	}
 }
+
+// flushChains empties the named chains of table, or all of them (none
+// named), as `nft flush chain` or `nft flush table` does behind our back.
+func flushChains(t *testing.T, conn *netfilter.Conn, table Table, names ...string) {
+	t.Helper()
+	if len(names) == 0 {
+		all, err := conn.Chains(table.Proto(), table.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = all
+	}
+	b := &netfilter.Batch{}
+	for _, n := range names {
+		b.FlushChain(table, n)
+	}
+	if err := conn.Apply(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRemoveAfterFlush: when the owners' chains were flushed behind our
+// back, no rule names the subnet chain any more; Remove and GC still take
+// it and its element away once no owner holds it, and keep it while one
+// does.
+func TestRemoveAfterFlush(t *testing.T) {
+	for _, viaGC := range []bool{false, true} {
+		fake, conn := newFake(t)
+		a, b := testOwner("a"), testOwner("b")
+		if err := ensureTest(t, conn, a, testChains(a, "10.88.0.2", "5353", "8080")); err != nil {
+			t.Fatal(err)
+		}
+		if err := ensureTest(t, conn, b, testChains(b, "10.88.0.3", "5354", "8081")); err != nil {
+			t.Fatal(err)
+		}
+		// a's hairpin chain flushed: b still jumps to the subnet chain.
+		flushChains(t, conn, Port4, ChainName(PrefixHairpin, a))
+		if err := Remove(conn, a, nil, func(*netfilter.Batch) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(fake.Dump(), subnetChain()) {
+			t.Fatalf("the subnet chain b holds went with a:\n%s", fake.Dump())
+		}
+		// Then the whole table flushed, and b goes too.
+		flushChains(t, conn, Port4)
+		var err error
+		if viaGC {
+			err = GC(conn, b.Plugin, b.Network, nil)
+		} else {
+			err = Remove(conn, b, nil, func(*netfilter.Batch) error { return nil })
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dump := fake.Dump(); strings.Contains(dump, subnetChain()) {
+			t.Errorf("gc %v: the subnet chain or its element outlived its last owner:\n%s", viaGC, dump)
+		}
+		assertGone(t, fake, b)
+	}
+}

@@ -233,6 +233,9 @@ func ReleaseShared(conn *netfilter.Conn, chains []Chain, what string) error {
 		if int(e.Use) > len(e.Comments)+e.verdictElems() {
 			continue // held by an owner
 		}
+		if err := dropOrphanElems(conn, []Existing{e}); err != nil { // flushed: its element is unnamed
+			return err
+		}
 		batch := &netfilter.Batch{}
 		removeChain(batch, e, true)
 		if err := conn.Apply(batch); err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.ENOENT) {
@@ -240,6 +243,31 @@ func ReleaseShared(conn *netfilter.Conn, chains []Chain, what string) error {
 		}
 	}
 	return nil
+}
+
+// sharedHeld returns the shared chains existing (owner chains) hold: those
+// they jump to; and, when one of them has no rule left (flushed behind our
+// back, so nothing names what it jumped to), every subnet chain of its
+// table, of which ReleaseShared deletes those no owner holds.
+func sharedHeld(conn *netfilter.Conn, existing []Existing) ([]Chain, error) {
+	held := jumpTargets(existing)
+	listed := map[Table]bool{}
+	for _, e := range existing {
+		if len(e.Comments) > 0 || listed[e.Table] {
+			continue
+		}
+		listed[e.Table] = true
+		names, err := conn.Chains(e.Table.Proto(), e.Table.Name)
+		if err != nil {
+			return nil, types.Errorf(types.ErrIO, "%w", err)
+		}
+		for _, n := range names {
+			if isSubnetChain(n) {
+				held = append(held, Chain{Table: e.Table, Name: n})
+			}
+		}
+	}
+	return held, nil
 }
 
 // jumpTargets are the chains the existing chains jump to, in their tables.
@@ -260,7 +288,10 @@ func removeOwner(conn *netfilter.Conn, o fwapi.Owner, extra *netfilter.Batch, al
 	if err != nil {
 		return nil, err
 	}
-	held := jumpTargets(existing)
+	held, err := sharedHeld(conn, existing)
+	if err != nil {
+		return nil, err
+	}
 	if err := dropOrphanElems(conn, existing); err != nil {
 		return held, err
 	}
@@ -357,10 +388,14 @@ func GC(conn *netfilter.Conn, plugin, network string, keep []fwapi.Owner) error 
 	for _, e := range existing {
 		removeChain(batch, e, true)
 	}
+	held, err := sharedHeld(conn, existing)
+	if err != nil {
+		return err
+	}
 	if err := conn.Apply(batch); err != nil {
 		return types.Errorf(types.ErrIO, "GC of network %q: %w", network, err)
 	}
-	return ReleaseShared(conn, union(jumpTargets(existing), NetChains(fwapi.Owner{Plugin: plugin, Network: network})),
+	return ReleaseShared(conn, union(held, NetChains(fwapi.Owner{Plugin: plugin, Network: network})),
 		fmt.Sprintf("network %q", network))
 }
 
