@@ -16,6 +16,7 @@ import (
 
 	"cnisuite/pkg/types"
 	"cnisuite/test/sandbox"
+	"cnisuite/test/userns"
 )
 
 // The plugin's commands called in this process (inplace_linux_test.go):
@@ -33,7 +34,7 @@ func TestInplaceGatewayMasq(t *testing.T) {
 	in := newInplace(t, fmt.Sprintf(`{"cniVersion":"1.1.0","name":"inpl-gw","type":"bridge","bridge":"binpl0",
 		"isDefaultGateway":true,"ipMasq":true,"macspoofchk":true,"mtu":1400,
 		"ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.233.1.0/24"}],[{"subnet":"fd33:1::/64"}]]}}`, data))
-	c := newNetNS(t)
+	c := userns.NodeNS(t)
 	res := in.mustAdd("inpl-gw-a", c)
 
 	if got := bridgeAddrs(t, "binpl0"); !slices.Equal(got, []string{"10.233.1.1/24", "fd33:1::1/64"}) {
@@ -108,7 +109,7 @@ func TestInplaceGatewayMasq(t *testing.T) {
 // passes; DEL with removeEmptyBridge takes the bridge with its last port.
 func TestInplaceLayer2(t *testing.T) {
 	in := newInplace(t, `{"cniVersion":"1.0.0","name":"inpl-l2","type":"bridge","bridge":"binpl1","removeEmptyBridge":true}`)
-	c := newNetNS(t)
+	c := userns.NodeNS(t)
 	res := in.mustAdd("inpl-l2-a", c)
 	ctr, ok := containerSide(t, c)
 	if !ok || !ctr.up || len(ctr.addrs) != 0 {
@@ -136,7 +137,7 @@ func TestInplaceRefusals(t *testing.T) {
 		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "binpl2"}, PeerName: "binpl2p"}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := in.add("inpl-taken-a", newNetNS(t))
+		_, err := in.add("inpl-taken-a", userns.NodeNS(t))
 		if cniCode(err) != types.CodeInvalidConfig || !strings.Contains(fmt.Sprint(err), `bridge "binpl2"`) {
 			t.Errorf("ADD with bridge name held by a veth = %v (code %d), want code 7 naming the bridge", err, cniCode(err))
 		}
@@ -150,7 +151,7 @@ func TestInplaceRefusals(t *testing.T) {
 	})
 	t.Run("ifname_taken", func(t *testing.T) {
 		in := newInplace(t, `{"cniVersion":"1.0.0","name":"inpl-ifn","type":"bridge","bridge":"binpl3"}`)
-		c := newNetNS(t)
+		c := userns.NodeNS(t)
 		if err := c.Do(func() error {
 			return netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eth0"}, PeerName: "peer0"})
 		}); err != nil {
@@ -172,8 +173,8 @@ func TestInplaceGC(t *testing.T) {
 	data := t.TempDir()
 	in := newInplace(t, fmt.Sprintf(`{"cniVersion":"1.1.0","name":"inpl-gc","type":"bridge","bridge":"binpl4","ipMasq":true,
 		"ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.233.4.0/24"}]]}}`, data))
-	in.mustAdd("inpl-gc-keep", newNetNS(t))
-	in.mustAdd("inpl-gc-gone", newNetNS(t))
+	in.mustAdd("inpl-gc-keep", userns.NodeNS(t))
+	in.mustAdd("inpl-gc-gone", userns.NodeNS(t))
 	in.conf["cni.dev/valid-attachments"] = []map[string]string{{"containerID": "inpl-gc-keep", "ifname": "eth0"}}
 	if err := in.p.cmdGC(context.Background(), in.args("GC", "", nil, nil)); err != nil {
 		t.Fatalf("GC: %v", err)
@@ -218,7 +219,7 @@ func removeContainerAddr(t *testing.T, n interface{ Do(func() error) error }, ci
 func TestInplaceMTUFromUplink(t *testing.T) {
 	in := newInplace(t, `{"cniVersion":"1.1.0","name":"inpl-upl","type":"bridge","bridge":"binpl5","mtuFromUplink":true}`)
 	addUplink(t, "upl0", 1300)
-	c := newNetNS(t)
+	c := userns.NodeNS(t)
 	res := in.mustAdd("inpl-upl-a", c)
 	hostVeth := hostLink(t, res.Interfaces[ifHost].Name)
 	ctr, _ := containerSide(t, c)
@@ -256,7 +257,7 @@ func TestInplaceEnableDAD(t *testing.T) {
 	data := t.TempDir()
 	in := newInplace(t, fmt.Sprintf(`{"cniVersion":"1.1.0","name":"inpl-dad","type":"bridge","bridge":"binpl6","enabledad":true,
 		"ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"fd33:6::/64"}]]}}`, data))
-	c := newNetNS(t)
+	c := userns.NodeNS(t)
 	in.mustAdd("inpl-dad-a", c)
 	flags := inNS(t, c, func() (int, error) {
 		l, err := netlink.LinkByName("eth0")

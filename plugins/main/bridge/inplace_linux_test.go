@@ -24,44 +24,11 @@ import (
 	"cnisuite/test/userns"
 )
 
-// Where the tests that program the network run: as root inside
-// scripts/sandbox.sh, in the namespace it made (the tests that start the
-// built plugins need it); for anyone else, as root of a user namespace of
-// their own with network and mount namespaces of its own and a tmpfs over
-// the node's state directories (test/userns), where the tests calling the
-// plugin's commands in this process run without root.
-
-// sandboxed reports whether scripts/sandbox.sh started the tests (they
-// then run in place; sandbox.Require checks the claim).
-func sandboxed() bool { return os.Getenv("CNISUITE_SANDBOX") == "1" }
-
-func TestMain(m *testing.M) {
-	if sandboxed() {
-		os.Exit(m.Run())
-	}
-	userns.Main(m)
-}
-
-// requireNet skips (or, under CNISUITE_REQUIRE_PRIVILEGED=1, fails) a test
-// that programs the network and writes node state unless it runs in one
-// of the two places above.
-func requireNet(t testing.TB) {
-	t.Helper()
-	if sandboxed() {
-		sandbox.Require(t)
-		return
-	}
-	userns.RequireStateDirs(t)
-}
-
-// newNetNS makes a container's network namespace in either place.
-func newNetNS(t testing.TB) *ns.NetNS {
-	t.Helper()
-	if sandboxed() {
-		return sandbox.NewNS(t)
-	}
-	return userns.NewNS(t)
-}
+// The tests that program the network run as root inside scripts/sandbox.sh
+// (the tests that start the built plugins need it) or, for anyone, as root
+// of a user namespace of their own (test/userns), where the tests calling
+// the plugin's commands in this process run without root.
+func TestMain(m *testing.M) { userns.MainOrSandbox(m) }
 
 // inplace calls the plugin's commands in this process, as skel would for
 // the runtime, with host-local (as the build made with bridge) running in
@@ -78,7 +45,7 @@ type inplace struct {
 // plugin object, JSON); the bridge it names is removed when the test ends.
 func newInplace(t *testing.T, conf string) *inplace {
 	t.Helper()
-	requireNet(t)
+	userns.RequireNode(t)
 	in := &inplace{t: t, p: &plugin{newRules: firewall.New, portTimeout: portTimeout}, cniPath: hostLocalHere(t)}
 	if err := json.Unmarshal([]byte(conf), &in.conf); err != nil {
 		t.Fatalf("test configuration %s: %v", conf, err)

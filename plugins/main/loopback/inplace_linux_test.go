@@ -2,45 +2,20 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"cnisuite/pkg/ns"
 	"cnisuite/pkg/skel"
 	"cnisuite/pkg/types"
 	"cnisuite/pkg/version"
-	"cnisuite/test/sandbox"
 	"cnisuite/test/userns"
 )
 
-// Where the tests that program the network run: as root inside
-// scripts/sandbox.sh (the tests through libcni start the built plugin
-// there), or, for anyone, as root of a user namespace of their own
-// (test/userns), where the commands called in this process run.
-
-// sandboxed reports whether scripts/sandbox.sh started the tests (they
-// then run in place; sandbox.Require checks the claim).
-func sandboxed() bool { return os.Getenv("CNISUITE_SANDBOX") == "1" }
-
-func TestMain(m *testing.M) {
-	if sandboxed() {
-		os.Exit(m.Run())
-	}
-	userns.Main(m)
-}
-
-// containerNS makes a fresh network namespace, its lo down as a runtime
-// hands it over, in either place.
-func containerNS(t *testing.T) *ns.NetNS {
-	t.Helper()
-	if sandboxed() {
-		sandbox.Require(t)
-		return sandbox.NewNS(t)
-	}
-	return userns.NewNS(t)
-}
+// The tests run as root inside scripts/sandbox.sh (those through libcni
+// start the built plugin there) or, for anyone, as root of a user namespace
+// of their own (test/userns), where the commands called in this process run.
+func TestMain(m *testing.M) { userns.MainOrSandbox(m) }
 
 // call is one command's arguments for the namespace path netns.
 func call(command, conf, netns string) *skel.CmdArgs {
@@ -56,7 +31,7 @@ func TestInplaceVerbs(t *testing.T) {
 	ctx := context.Background()
 	for _, v := range version.All {
 		t.Run(v, func(t *testing.T) {
-			n := containerNS(t)
+			n := userns.NodeNS(t)
 			conf := `{"cniVersion":"` + v + `","name":"lonet","type":"loopback"}`
 			res, err := cmdAdd(ctx, call("ADD", conf, n.Path()))
 			if err != nil {
@@ -101,7 +76,7 @@ func TestInplaceVerbs(t *testing.T) {
 // TestInplaceChained: after another plugin ADD brings lo up and returns
 // that plugin's result unchanged.
 func TestInplaceChained(t *testing.T) {
-	n := containerNS(t)
+	n := userns.NodeNS(t)
 	conf := `{"cniVersion":"1.1.0","name":"lonet","type":"loopback",
 		"prevResult":{"cniVersion":"1.1.0","interfaces":[{"name":"eth0"}],"ips":[{"address":"10.9.0.2/24","interface":0}]}}`
 	res, err := cmdAdd(context.Background(), call("ADD", conf, n.Path()))
