@@ -89,6 +89,11 @@ func TestRootlessPodman(t *testing.T) {
 	}
 	n.fetch("http://127.0.0.1:8083/")
 	n.fetch("http://127.0.0.1:8080/")
+	// podman stop alone tears the network down (our DEL); the container
+	// stays, its removal later finds nothing more to do.
+	p.must("stop", "-t", "0", web2)
+	p.requireClean(web2, ip2, true)
+	n.fetch("http://127.0.0.1:8080/")
 	p.must("rm", "-f", "-t", "0", web2)
 	p.requireClean(web2, ip2, true)
 
