@@ -55,9 +55,7 @@ func base(b *netfilter.Batch) {
 
 func newFake(t *testing.T) (*nftfake.Fake, *netfilter.Conn) {
 	t.Helper()
-	fake := nftfake.New()
-	conn := fake.Conn()
-	t.Cleanup(conn.Close)
+	fake, conn := nftfake.NewConn(t)
 	b := &netfilter.Batch{}
 	base(b)
 	if err := conn.Apply(b); err != nil {

@@ -2,6 +2,7 @@ package nftfake
 
 import (
 	"sync"
+	"testing"
 
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
@@ -32,6 +33,15 @@ func New() *Fake { return &Fake{rs: &ruleset{}} }
 // Conn returns a Conn over the fake: what a test hands to the code under
 // test where it would hand a netfilter.Dial()'s.
 func (f *Fake) Conn() *netfilter.Conn { return netfilter.DialPeer(f) }
+
+// NewConn is a fresh Fake and a Conn over it for test t, the Conn closed
+// when t ends: what most tests of the firewall start with.
+func NewConn(t testing.TB) (*Fake, *netfilter.Conn) {
+	fake := New()
+	conn := fake.Conn()
+	t.Cleanup(conn.Close)
+	return fake, conn
+}
 
 // FailNext makes the next transaction fail as the kernel fails a commit
 // (after every message was accepted): nothing of it applies, and the

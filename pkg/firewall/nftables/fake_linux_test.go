@@ -23,14 +23,6 @@ import (
 // afterwards. Rules with user conditions go through `nft -f`, which the
 // fake cannot see: they are left to the privileged tests.
 
-func newFake(t *testing.T) (*nftfake.Fake, *netfilter.Conn) {
-	t.Helper()
-	fake := nftfake.New()
-	conn := fake.Conn()
-	t.Cleanup(conn.Close)
-	return fake, conn
-}
-
 // owner is an owner of the tests' network net1 of the given plugin.
 func owner(plugin, id string) fwapi.Owner {
 	return fwapi.Owner{Plugin: plugin, Network: "net1", ContainerID: id, IfName: "eth0"}
@@ -89,7 +81,7 @@ func TestFakeEnsureCheckRemove(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range buildable(t) {
 		t.Run(tc.Name, func(t *testing.T) {
-			fake, conn := newFake(t)
+			fake, conn := nftfake.NewConn(t)
 			if err := ensure(ctx, conn, tc.Owner, tc.Rules); err != nil {
 				t.Fatalf("ensure: %v", err)
 			}
@@ -124,7 +116,7 @@ func TestFakeEnsureCheckRemove(t *testing.T) {
 // chains and drops the elements it no longer needs.
 func TestFakeEnsureRewrites(t *testing.T) {
 	ctx := context.Background()
-	fake, conn := newFake(t)
+	fake, conn := nftfake.NewConn(t)
 	o := fwtest.PortOwner
 	old := fwtest.PortRules(t, func(p *fwapi.PortMaps) {})
 	if err := ensure(ctx, conn, o, old); err != nil {
@@ -180,7 +172,7 @@ func subnetChains(t *testing.T, conn *netfilter.Conn) []string {
 // and elements, and the subnet chains they share, which go with the last.
 func TestFakeRemoveKeepsOthers(t *testing.T) {
 	ctx := context.Background()
-	fake, conn := newFake(t)
+	fake, conn := nftfake.NewConn(t)
 	a, b := owner(fwapi.PluginBridge, "a"), owner(fwapi.PluginBridge, "b")
 	ra, rb := masqPorts(t, "10.88.0.2", 8080), masqPorts(t, "10.88.0.3", 8081)
 	for _, x := range []struct {
@@ -217,7 +209,7 @@ func TestFakeRemoveKeepsOthers(t *testing.T) {
 // kept ones and those of other networks.
 func TestFakeGC(t *testing.T) {
 	ctx := context.Background()
-	fake, conn := newFake(t)
+	fake, conn := nftfake.NewConn(t)
 	var owners []fwapi.Owner
 	for i, id := range []string{"a", "b", "c", "other"} {
 		o := owner(fwapi.PluginBridge, id)
@@ -289,7 +281,7 @@ func TestFakeCheckReportsMissing(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fake, conn := newFake(t)
+			fake, conn := nftfake.NewConn(t)
 			if err := ensure(ctx, conn, o, r); err != nil {
 				t.Fatal(err)
 			}
@@ -335,7 +327,7 @@ func TestFakeOverlappingPorts(t *testing.T) {
 		{"same port, claimed", tcp(8080, 0), tcp(8080, 0), true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fake, conn := newFake(t)
+			fake, conn := nftfake.NewConn(t)
 			ctx := context.Background()
 			holder, next := owner(fwapi.PluginPortmap, "holder"), owner(fwapi.PluginPortmap, "next")
 			rh, rn := ports(t, "10.88.0.2", tc.held), ports(t, "10.88.0.3", tc.new)
@@ -366,7 +358,7 @@ func TestFakeRemoveAfterVanish(t *testing.T) {
 	ctx := context.Background()
 	o, r := fwtest.PortOwner, fwtest.PortRules(t, func(*fwapi.PortMaps) {})
 	for calls := 0; calls < 12; calls++ {
-		fake, conn := newFake(t)
+		fake, conn := nftfake.NewConn(t)
 		if err := ensure(ctx, conn, o, r); err != nil {
 			t.Fatal(err)
 		}
@@ -382,7 +374,7 @@ func TestFakeRemoveAfterVanish(t *testing.T) {
 // made map elsewhere is found by Check and put back by ensure.
 func TestFakeElementRepaired(t *testing.T) {
 	ctx := context.Background()
-	fake, conn := newFake(t)
+	fake, conn := nftfake.NewConn(t)
 	o := fwtest.PortOwner
 	r := fwtest.PortRules(t, func(p *fwapi.PortMaps) { p.ContainerV6 = nil })
 	if err := ensure(ctx, conn, o, r); err != nil {
@@ -415,7 +407,7 @@ func TestFakeElementRepaired(t *testing.T) {
 // each mapping at least once.
 func TestFakeMapped(t *testing.T) {
 	ctx := context.Background()
-	_, conn := newFake(t)
+	_, conn := nftfake.NewConn(t)
 	o := fwtest.PortOwner
 	var want []fwapi.PortMapping
 	for _, tc := range fwtest.RuleCases(t) {

@@ -21,14 +21,6 @@ import (
 // user conditions: ensureScript, RunScript) the fake cannot see: the
 // privileged tests of the nftables backend cover it.
 
-func newFake(t *testing.T) (*nftfake.Fake, *netfilter.Conn) {
-	t.Helper()
-	fake := nftfake.New()
-	conn := fake.Conn()
-	t.Cleanup(conn.Close)
-	return fake, conn
-}
-
 func testOwner(id string) fwapi.Owner {
 	return fwapi.Owner{Plugin: fwapi.PluginPortmap, Network: "net1", ContainerID: id, IfName: "eth0"}
 }
@@ -115,7 +107,7 @@ func subnetChain() string {
 // Remove leaves nothing of the owner nor the subnet chain it alone held;
 // Check then reports the rules missing.
 func TestEnsureCheckRemove(t *testing.T) {
-	fake, conn := newFake(t)
+	fake, conn := nftfake.NewConn(t)
 	o := testOwner("a")
 	chains := testChains(o, "10.88.0.2", "5353", "8080")
 	if err := ensureTest(t, conn, o, chains); err != nil {
@@ -143,7 +135,7 @@ func TestEnsureCheckRemove(t *testing.T) {
 // TestEnsureRewrites: Ensure with other keys rewrites the chain and drops
 // the elements no longer needed, whoever else holds their chains.
 func TestEnsureRewrites(t *testing.T) {
-	fake, conn := newFake(t)
+	fake, conn := nftfake.NewConn(t)
 	o := testOwner("a")
 	if err := ensureTest(t, conn, o, testChains(o, "10.88.0.2", "5353", "8080", "8443")); err != nil {
 		t.Fatal(err)
@@ -165,7 +157,7 @@ func TestEnsureRewrites(t *testing.T) {
 // included, deletes nothing (so closing its socket costs no RCU wait); a
 // Remove's does.
 func TestFreshEnsureDeletesNothing(t *testing.T) {
-	_, conn := newFake(t)
+	_, conn := nftfake.NewConn(t)
 	o := testOwner("a")
 	chains := testChains(o, "10.88.0.2", "5353", "8080")
 	batch := &netfilter.Batch{}
@@ -195,7 +187,7 @@ func TestFreshEnsureDeletesNothing(t *testing.T) {
 // TestRemoveKeepsOthers: Remove leaves another owner's chains and
 // elements, and the subnet chain they share, which goes with the last.
 func TestRemoveKeepsOthers(t *testing.T) {
-	fake, conn := newFake(t)
+	fake, conn := nftfake.NewConn(t)
 	a, b := testOwner("a"), testOwner("b")
 	ca, cb := testChains(a, "10.88.0.2", "5353", "8080"), testChains(b, "10.88.0.3", "5354", "8081")
 	for _, x := range []struct {
@@ -224,7 +216,7 @@ func TestRemoveKeepsOthers(t *testing.T) {
 // TestRemoveWithExtra: what another layer and the also function add go
 // in Remove's transaction.
 func TestRemoveWithExtra(t *testing.T) {
-	fake, conn := newFake(t)
+	fake, conn := nftfake.NewConn(t)
 	o := testOwner("a")
 	if err := ensureTest(t, conn, o, testChains(o, "10.88.0.2", "5353", "8080")); err != nil {
 		t.Fatal(err)
@@ -252,7 +244,7 @@ func TestRemoveWithExtra(t *testing.T) {
 // TestGC: GC removes the network's owners not kept, keeps the kept ones
 // and other networks' owners, and the subnet chain while one holds it.
 func TestGC(t *testing.T) {
-	fake, conn := newFake(t)
+	fake, conn := nftfake.NewConn(t)
 	owners := []fwapi.Owner{testOwner("a"), testOwner("b"), testOwner("c"), testOwner("d")}
 	owners[3].Network = "net2"
 	chains := map[fwapi.Owner][]Chain{}
@@ -318,7 +310,7 @@ func TestCheckReportsMissing(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fake, conn := newFake(t)
+			fake, conn := nftfake.NewConn(t)
 			if err := ensureTest(t, conn, o, chains); err != nil {
 				t.Fatal(err)
 			}
@@ -363,7 +355,7 @@ func TestConflicts(t *testing.T) {
 		{"next port", "8000-8100", "8101", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fake, conn := newFake(t)
+			fake, conn := nftfake.NewConn(t)
 			holder, next := testOwner("holder"), testOwner("next")
 			ch, cn := testChains(holder, "10.88.0.2", "5353", tc.held), testChains(next, "10.88.0.3", "5354", tc.want)
 			if err := ensureTest(t, conn, holder, ch); err != nil {
@@ -394,7 +386,7 @@ func TestConflicts(t *testing.T) {
 // keys; those of a live owner are refused, and the refusal deletes
 // nothing of the live owner's (nor of the subnet element it shares).
 func TestStraysGiveWay(t *testing.T) {
-	fake, conn := newFake(t)
+	fake, conn := nftfake.NewConn(t)
 	gone, next, live := testOwner("gone"), testOwner("next"), testOwner("live")
 	if err := ensureTest(t, conn, gone, testChains(gone, "10.88.0.2", "5353", "8080")); err != nil {
 		t.Fatal(err)
@@ -430,7 +422,7 @@ func TestStraysGiveWay(t *testing.T) {
 func TestRemoveAfterVanish(t *testing.T) {
 	o := testOwner("a")
 	for calls := 0; calls < 10; calls++ {
-		fake, conn := newFake(t)
+		fake, conn := nftfake.NewConn(t)
 		if err := ensureTest(t, conn, o, testChains(o, "10.88.0.2", "5353", "8080")); err != nil {
 			t.Fatal(err)
 		}
@@ -462,7 +454,7 @@ func failCommits(fake *nftfake.Fake, errno unix.Errno) (stop func()) {
 // tries its safe form after a failed first transaction, and GC reports
 // its failure.
 func TestFailedCommit(t *testing.T) {
-	fake, conn := newFake(t)
+	fake, conn := nftfake.NewConn(t)
 	o := testOwner("a")
 	chains := testChains(o, "10.88.0.2", "5353", "8080")
 	fake.FailNext(unix.ENOMEM)
@@ -496,7 +488,7 @@ func TestFailedCommit(t *testing.T) {
 // TestReadsFail: a caller that may not read the ruleset (EPERM) gets the
 // error from every call, and nothing is written.
 func TestReadsFail(t *testing.T) {
-	fake, conn := newFake(t)
+	fake, conn := nftfake.NewConn(t)
 	o := testOwner("a")
 	chains := testChains(o, "10.88.0.2", "5353", "8080")
 	fake.FailReads(unix.EPERM)
@@ -520,7 +512,7 @@ func TestReadsFail(t *testing.T) {
 // TestEnsureGuard: the localnet guard is written once, and left alone
 // while intact.
 func TestEnsureGuard(t *testing.T) {
-	fake, conn := newFake(t)
+	fake, conn := nftfake.NewConn(t)
 	if err := EnsureGuard(conn); err != nil {
 		t.Fatal(err)
 	}
@@ -546,7 +538,7 @@ func TestEnsureGuard(t *testing.T) {
 func TestOrphanElemsRemoved(t *testing.T) {
 	for _, via := range []string{"Remove", "GC"} {
 		t.Run(via, func(t *testing.T) {
-			fake, conn := newFake(t)
+			fake, conn := nftfake.NewConn(t)
 			o, other := testOwner("a"), testOwner("b")
 			co := testChains(other, "10.88.0.3", "5354", "8081")
 			for _, x := range []struct {
@@ -583,7 +575,7 @@ func TestOrphanElemsRemoved(t *testing.T) {
 // ("ip saddr != { … }") gets the set in its own transaction, bound to it;
 // a second Ensure leaves both; Remove deletes the set with the rule.
 func TestAnonymousSets(t *testing.T) {
-	fake, conn := newFake(t)
+	fake, conn := nftfake.NewConn(t)
 	o := testOwner("a")
 	set := nftrule.Set{Type: "ipv4_addr", Items: []string{"10.88.0.2", "192.0.2.0/24"}}
 	chains := []Chain{{Table: Port4, Name: ChainName(PrefixDNAT, o), Rules: []Rule{
@@ -628,7 +620,7 @@ func flushChains(t *testing.T, conn *netfilter.Conn, table Table, names ...strin
 // does.
 func TestRemoveAfterFlush(t *testing.T) {
 	for _, viaGC := range []bool{false, true} {
-		fake, conn := newFake(t)
+		fake, conn := nftfake.NewConn(t)
 		a, b := testOwner("a"), testOwner("b")
 		if err := ensureTest(t, conn, a, testChains(a, "10.88.0.2", "5353", "8080")); err != nil {
 			t.Fatal(err)
